@@ -1,0 +1,153 @@
+/* The on-disk kernel cache: keyed, checksummed, written atomically. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "env.h"
+#include "log.h"
+
+#define CACHE_MAGIC "MXACACHE"
+#define CACHE_VERSION 1u
+
+/* File layout: magic[8] version:u32 key_len:u32 payload_size:u64 checksum:u64 key payload.
+ * The checksum covers key and payload. */
+typedef struct cache_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t key_len;
+    uint64_t payload_size;
+    uint64_t checksum;
+} cache_header;
+
+uint64_t mxa_hash64(const void *data, size_t size, uint64_t seed)
+{
+    const unsigned char *p = data;
+    uint64_t h = seed;
+    for (size_t i = 0; i < size; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static mxa_status cache_dir(char *dir, size_t size)
+{
+    const char *base = mxa_env_string("MXA_CACHE_DIR");
+    int n;
+    if (base) n = snprintf(dir, size, "%s", base);
+    else if ((base = mxa_env_string("XDG_CACHE_HOME"))) n = snprintf(dir, size, "%s/mxa", base);
+    else if ((base = mxa_env_string("HOME"))) n = snprintf(dir, size, "%s/.cache/mxa", base);
+    else return mxa_fail(MXA_ERR_NOT_FOUND, "no cache directory (set MXA_CACHE_DIR)");
+    if (n < 0 || (size_t)n >= size) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "cache directory path too long");
+    return MXA_OK;
+}
+
+mxa_status mxa_cache_path(const char *kind, const char *key, char *path, size_t size)
+{
+    if (!kind || !key || !path) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_cache_path: NULL argument");
+    char dir[1024];
+    mxa_status st = cache_dir(dir, sizeof dir);
+    if (st) return st;
+    int n = snprintf(path, size, "%s/%s-%016llx.bin", dir, kind,
+                     (unsigned long long)mxa_hash64(key, strlen(key), MXA_HASH_SEED));
+    if (n < 0 || (size_t)n >= size) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "cache path too long");
+    return MXA_OK;
+}
+
+static uint64_t entry_checksum(const char *key, const void *payload, size_t size)
+{
+    return mxa_hash64(payload, size, mxa_hash64(key, strlen(key), MXA_HASH_SEED));
+}
+
+mxa_status mxa_cache_load(const char *kind, const char *key, void **data, size_t *size)
+{
+    if (!data || !size) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_cache_load: NULL argument");
+    *data = NULL;
+    *size = 0;
+    char path[1200];
+    mxa_status st = mxa_cache_path(kind, key, path, sizeof path);
+    if (st) return st;
+    FILE *f = fopen(path, "rb");
+    if (!f) return mxa_fail(MXA_ERR_NOT_FOUND, "no cache entry %s", path);
+    cache_header hdr;
+    const size_t key_len = strlen(key);
+    char *stored_key = NULL;
+    void *payload = NULL;
+    const char *why = NULL;
+    if (fread(&hdr, sizeof hdr, 1, f) != 1) why = "truncated header";
+    else if (memcmp(hdr.magic, CACHE_MAGIC, 8) != 0) why = "bad magic";
+    else if (hdr.version != CACHE_VERSION) why = "other format version";
+    else if (hdr.key_len != key_len) why = "key mismatch";
+    else if (hdr.payload_size == 0 || hdr.payload_size > ((uint64_t)1 << 31)) why = "implausible size";
+    if (!why) {
+        stored_key = malloc(key_len + 1);
+        payload = malloc((size_t)hdr.payload_size);
+        if (!stored_key || !payload) why = "out of memory";
+        else if (fread(stored_key, 1, key_len, f) != key_len) why = "truncated key";
+        else if (memcmp(stored_key, key, key_len) != 0) why = "key mismatch";
+        else if (fread(payload, 1, (size_t)hdr.payload_size, f) != hdr.payload_size) why = "truncated payload";
+        else if (fgetc(f) != EOF) why = "trailing bytes";
+        else if (entry_checksum(key, payload, (size_t)hdr.payload_size) != hdr.checksum) why = "checksum mismatch";
+    }
+    fclose(f);
+    free(stored_key);
+    if (why) {
+        free(payload);
+        MXA_LOG_I("cache: ignoring %s (%s); it will be rebuilt", path, why);
+        return mxa_fail(MXA_ERR_NOT_FOUND, "cache entry %s is unusable: %s", path, why);
+    }
+    *data = payload;
+    *size = (size_t)hdr.payload_size;
+    return MXA_OK;
+}
+
+static mxa_status make_dirs(char *dir)
+{
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        int r = mkdir(dir, 0755);
+        *p = '/';
+        if (r != 0 && errno != EEXIST) return MXA_ERR_IO;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return MXA_ERR_IO;
+    return MXA_OK;
+}
+
+mxa_status mxa_cache_store(const char *kind, const char *key, const void *data, size_t size)
+{
+    if (!data || size == 0) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_cache_store: empty entry");
+    char dir[1024], path[1200], tmp[1300];
+    mxa_status st = cache_dir(dir, sizeof dir);
+    if (st || (st = mxa_cache_path(kind, key, path, sizeof path))) return st;
+    if (make_dirs(dir)) {
+        MXA_LOG_W("cache: cannot create %s: %s", dir, strerror(errno));
+        return mxa_fail(MXA_ERR_IO, "cannot create cache directory %s: %s", dir, strerror(errno));
+    }
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        MXA_LOG_W("cache: cannot write %s: %s", tmp, strerror(errno));
+        return mxa_fail(MXA_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    }
+    cache_header hdr;
+    memset(&hdr, 0, sizeof hdr);
+    memcpy(hdr.magic, CACHE_MAGIC, 8);
+    hdr.version = CACHE_VERSION;
+    hdr.key_len = (uint32_t)strlen(key);
+    hdr.payload_size = size;
+    hdr.checksum = entry_checksum(key, data, size);
+    int ok = fwrite(&hdr, sizeof hdr, 1, f) == 1 && fwrite(key, 1, hdr.key_len, f) == hdr.key_len &&
+             fwrite(data, 1, size, f) == size;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        MXA_LOG_W("cache: writing %s failed", path);
+        return mxa_fail(MXA_ERR_IO, "writing cache entry %s failed", path);
+    }
+    return MXA_OK;
+}

@@ -1,0 +1,36 @@
+/*
+ * The on-disk cache for compiled kernels (pipeline caches, program binaries,
+ * code objects), shared by the GPU backends (internal).
+ *
+ * Files live under $MXA_CACHE_DIR, else $XDG_CACHE_HOME/mxa, else ~/.cache/mxa.
+ * An entry is keyed by a string the backend builds from everything that must
+ * match (vendor, device, driver version, source hash, options). Each file
+ * carries a magic, format version, the full key, the payload size and a
+ * checksum: a corrupt, truncated or mismatched file is ignored (and logged),
+ * never trusted. Writes go to a temporary file that is renamed into place.
+ */
+#ifndef MXA_RUNTIME_CACHE_H
+#define MXA_RUNTIME_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mxa/mxa.h"
+
+/* 64-bit FNV-1a of `size` bytes, continuing from `seed` (use MXA_HASH_SEED). */
+#define MXA_HASH_SEED 0xcbf29ce484222325ull
+uint64_t mxa_hash64(const void *data, size_t size, uint64_t seed);
+
+/* Loads the entry of `kind` ("vulkan-pipeline", "opencl-binary", ...) and
+ * `key` into a malloc'd buffer. MXA_ERR_NOT_FOUND when absent, unreadable,
+ * corrupt or keyed differently (the reason is logged at info level). */
+mxa_status mxa_cache_load(const char *kind, const char *key, void **data, size_t *size);
+
+/* Stores an entry atomically (temp file + rename). Failure to write is not
+ * fatal for callers: it returns a status and logs a warning. */
+mxa_status mxa_cache_store(const char *kind, const char *key, const void *data, size_t size);
+
+/* The path an entry would have (for tests and `mxa probe`). */
+mxa_status mxa_cache_path(const char *kind, const char *key, char *path, size_t size);
+
+#endif

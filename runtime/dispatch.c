@@ -1,0 +1,255 @@
+/*
+ * The public compute entry points: validate, normalise tensors to dense
+ * float32, dispatch to the device's backend under its lock, write outputs
+ * only on success.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_check.h"
+#include "mxfp4.h"
+#include "reference.h"
+#include "runtime_internal.h"
+#include "status.h"
+#include "tensor.h"
+
+/* ---------------------------------------------------------------- buffers */
+
+mxa_status mxa_buffer_create(mxa_device *dev, size_t bytes, mxa_buffer **out)
+{
+    if (!dev || !out) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_create: NULL argument");
+    *out = NULL;
+    if (bytes == 0) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_create: size is 0");
+    mxa_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_buffer_create: out of memory");
+    pthread_mutex_lock(&dev->lock);
+    mxa_status st = dev->ops->buffer_create(dev->impl, bytes, &buf->handle);
+    pthread_mutex_unlock(&dev->lock);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    buf->dev = dev;
+    buf->bytes = bytes;
+    *out = buf;
+    return MXA_OK;
+}
+
+void mxa_buffer_destroy(mxa_buffer *buf)
+{
+    if (!buf) return;
+    pthread_mutex_lock(&buf->dev->lock);
+    buf->dev->ops->buffer_destroy(buf->dev->impl, buf->handle);
+    pthread_mutex_unlock(&buf->dev->lock);
+    free(buf);
+}
+
+static mxa_status check_range(const mxa_buffer *buf, size_t offset, const void *host, size_t bytes,
+                              const char *fn)
+{
+    if (!buf || !host) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
+    if (offset > buf->bytes || bytes > buf->bytes - offset)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: range [%zu, %zu) is outside the %zu-byte buffer", fn,
+                        offset, offset + bytes, buf->bytes);
+    return MXA_OK;
+}
+
+mxa_status mxa_buffer_upload(mxa_buffer *buf, size_t offset, const void *src, size_t bytes)
+{
+    mxa_status st = check_range(buf, offset, src, bytes, "mxa_buffer_upload");
+    if (st || bytes == 0) return st;
+    pthread_mutex_lock(&buf->dev->lock);
+    st = buf->dev->ops->buffer_upload(buf->dev->impl, buf->handle, offset, src, bytes);
+    pthread_mutex_unlock(&buf->dev->lock);
+    return st;
+}
+
+mxa_status mxa_buffer_download(const mxa_buffer *buf, size_t offset, void *dst, size_t bytes)
+{
+    mxa_status st = check_range(buf, offset, dst, bytes, "mxa_buffer_download");
+    if (st || bytes == 0) return st;
+    pthread_mutex_lock(&buf->dev->lock);
+    st = buf->dev->ops->buffer_download(buf->dev->impl, buf->handle, offset, dst, bytes);
+    pthread_mutex_unlock(&buf->dev->lock);
+    return st;
+}
+
+/* ------------------------------------------------------------- arguments */
+
+/* An input as a backend array: the device buffer itself, the caller's dense
+ * f32 memory, or a converted copy (owned, freed by arg_free). */
+typedef struct arg {
+    mxa_array array;
+    float *owned;
+} arg;
+
+static void arg_free(arg *a)
+{
+    free(a->owned);
+    a->owned = NULL;
+}
+
+static mxa_status arg_input(mxa_device *dev, const mxa_tensor *t, const char *name, int check_values, arg *a)
+{
+    memset(a, 0, sizeof *a);
+    a->array.b = t->shape[0]; a->array.h = t->shape[1]; a->array.n = t->shape[2]; a->array.d = t->shape[3];
+    int64_t n = mxa_tensor_numel(t);
+    if (t->buffer) {
+        if (t->buffer->dev != dev)
+            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the buffer belongs to another device", name);
+        if (t->dtype != MXA_F32)
+            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: device-buffer tensors must be float32", name);
+        if (t->offset % 4 || t->offset > t->buffer->bytes || (size_t)n * 4 > t->buffer->bytes - t->offset)
+            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: tensor does not fit its buffer at offset %zu", name, t->offset);
+        a->array.buffer = t->buffer->handle;
+        a->array.offset = t->offset;
+        return MXA_OK;
+    }
+    if (mxa_tensor_is_dense_f32(t)) {
+        a->array.host = t->data;
+    } else {
+        a->owned = malloc((size_t)n * sizeof(float));
+        if (!a->owned) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "%s: out of memory converting to float32", name);
+        mxa_tensor_gather(t, a->owned);
+        a->array.host = a->owned;
+    }
+    if (check_values) {
+        mxa_status st = mxa_check_values(a->array.host, n, MXA_ATTENTION_INPUT_LIMIT, name);
+        if (st) arg_free(a);
+        return st;
+    }
+    return MXA_OK;
+}
+
+/* ------------------------------------------------------------- quantize */
+
+mxa_status mxa_quantize(mxa_device *dev, const mxa_tensor *x, mxa_rule rule, uint8_t *codes, uint8_t *scales)
+{
+    mxa_status st;
+    if (!dev || !codes || !scales) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_quantize: NULL argument");
+    if ((st = mxa_tensor_check(x, "x"))) return st;
+    if (!mxa_rule_valid(rule))
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_quantize: invalid rule (q must be in [6, 8])");
+    arg a;
+    if ((st = arg_input(dev, x, "x", 0, &a))) return st;
+    int64_t rows = a.array.b * a.array.h * a.array.n, nblocks = (a.array.d + MXA_BLOCK - 1) / MXA_BLOCK;
+    uint8_t *tmp = malloc((size_t)(rows * nblocks * 17));
+    if (!tmp) {
+        arg_free(&a);
+        return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_quantize: out of memory");
+    }
+    pthread_mutex_lock(&dev->lock);
+    st = dev->ops->quantize(dev->impl, &a.array, rule, tmp, tmp + rows * nblocks * 16);
+    pthread_mutex_unlock(&dev->lock);
+    if (!st) {
+        memcpy(codes, tmp, (size_t)(rows * nblocks * 16));
+        memcpy(scales, tmp + rows * nblocks * 16, (size_t)(rows * nblocks));
+    }
+    free(tmp);
+    arg_free(&a);
+    return st;
+}
+
+/* ------------------------------------------------------------- attention */
+
+mxa_status mxa_attention(mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *q,
+                         const mxa_tensor *k, const mxa_tensor *v, mxa_tensor *o, mxa_tensor *lse,
+                         mxa_attention_info *info)
+{
+    if (!dev) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_attention: device is NULL");
+    mxa_attention_dims dm;
+    mxa_status st = mxa_attention_check(desc, q, k, v, o, lse, &dm);
+    if (st) return st;
+    mxa_attention_call call;
+    memset(&call, 0, sizeof call);
+    call.desc = *desc;
+    call.desc.scale = dm.scale;
+    call.bc = desc->bc ? desc->bc : dev->probed->info.default_bc;
+    if ((st = mxa_bc_check(call.bc))) return st;
+    if (o->buffer && (o->buffer->dev != dev || o->dtype != MXA_F32))
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "out: a device-buffer output must be float32 on this device");
+
+    const int check = !desc->allow_non_finite;
+    arg aq, ak, av;
+    if ((st = arg_input(dev, q, "q", check, &aq))) return st;
+    if ((st = arg_input(dev, k, "k", check, &ak))) {
+        arg_free(&aq);
+        return st;
+    }
+    if ((st = arg_input(dev, v, "v", check, &av))) {
+        arg_free(&aq);
+        arg_free(&ak);
+        return st;
+    }
+    call.q = aq.array; call.k = ak.array; call.v = av.array;
+    call.o = (mxa_array){dm.b, dm.h, dm.nq, dm.d, NULL, NULL, 0};
+    const size_t rows = (size_t)(dm.b * dm.h * dm.nq);
+    float *o_host = NULL, *lse_host = NULL;
+    if (o->buffer) {
+        call.o.buffer = o->buffer->handle;
+        call.o.offset = o->offset;
+    } else {
+        o_host = malloc(rows * (size_t)dm.d * sizeof(float));
+        call.o.host = o_host;
+    }
+    if (lse) call.lse = lse_host = malloc(rows * sizeof(float));
+    if ((!o->buffer && !o_host) || (lse && !lse_host)) {
+        st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_attention: out of memory");
+        goto out;
+    }
+    mxa_attention_info local;
+    memset(&local, 0, sizeof local);
+    local.kernel_seconds = -1.0;
+    pthread_mutex_lock(&dev->lock);
+    st = dev->ops->attention(dev->impl, &call, &local);
+    pthread_mutex_unlock(&dev->lock);
+    if (st) goto out;
+    local.bc = call.bc;
+    if (o_host) mxa_tensor_scatter(o, o_host);
+    if (lse) mxa_tensor_scatter(lse, lse_host);
+    if (info) *info = local;
+out:
+    free(o_host);
+    free(lse_host);
+    arg_free(&aq);
+    arg_free(&ak);
+    arg_free(&av);
+    return st;
+}
+
+mxa_status mxa_reference_attention(const mxa_attention_desc *desc, int bc, const mxa_tensor *q,
+                                   const mxa_tensor *k, const mxa_tensor *v, mxa_tensor *o,
+                                   mxa_tensor *lse, float *row_sums)
+{
+    mxa_attention_dims dm;
+    mxa_status st = mxa_attention_check(desc, q, k, v, o, lse, &dm);
+    if (st || (st = mxa_bc_check(bc))) return st;
+    if (q->buffer || k->buffer || v->buffer || o->buffer)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_reference_attention: host tensors only");
+    const size_t rows = (size_t)(dm.b * dm.h * dm.nq);
+    float *bufq = malloc((size_t)mxa_tensor_numel(q) * 4), *bufk = malloc((size_t)mxa_tensor_numel(k) * 4),
+          *bufv = malloc((size_t)mxa_tensor_numel(v) * 4), *bufo = malloc(rows * (size_t)dm.d * 4),
+          *bufl = lse ? malloc(rows * 4) : NULL;
+    if (!bufq || !bufk || !bufv || !bufo || (lse && !bufl)) {
+        st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_reference_attention: out of memory");
+        goto out;
+    }
+    mxa_tensor_gather(q, bufq);
+    mxa_tensor_gather(k, bufk);
+    mxa_tensor_gather(v, bufv);
+    if (!desc->allow_non_finite &&
+        ((st = mxa_check_values(bufq, mxa_tensor_numel(q), MXA_ATTENTION_INPUT_LIMIT, "q")) ||
+         (st = mxa_check_values(bufk, mxa_tensor_numel(k), MXA_ATTENTION_INPUT_LIMIT, "k")) ||
+         (st = mxa_check_values(bufv, mxa_tensor_numel(v), MXA_ATTENTION_INPUT_LIMIT, "v"))))
+        goto out;
+    if ((st = mxa_reference_run(desc, bc, &dm, bufq, bufk, bufv, bufo, bufl, row_sums))) goto out;
+    mxa_tensor_scatter(o, bufo);
+    if (lse) mxa_tensor_scatter(lse, bufl);
+out:
+    free(bufq);
+    free(bufk);
+    free(bufv);
+    free(bufo);
+    free(bufl);
+    return st;
+}

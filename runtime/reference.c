@@ -1,0 +1,239 @@
+/*
+ * The reference MXAttention: SPEC §2 in plain C, one query row at a time.
+ * Slow and obvious on purpose; every backend is tested against it.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hadamard.h"
+#include "mxfp4.h"
+#include "reference.h"
+#include "status.h"
+#include "tensor.h"
+
+/* A matrix whose rows are split into 32-element blocks, either plain fp32 or
+ * MXFP4 (twice the E2M1 value as an integer, plus the block exponent). */
+typedef struct blocked {
+    int64_t rows, nblocks;
+    int quantized;
+    float *value;  /* rows x nblocks*32: the fp32 value, or the decoded MXFP4 value */
+    int8_t *twice; /* quantized: 2 * E2M1 value */
+    int *exponent; /* quantized: block exponent (scale byte - 127); INT32_MIN for a NaN block */
+} blocked;
+
+static void blocked_free(blocked *m)
+{
+    free(m->value);
+    free(m->twice);
+    free(m->exponent);
+    memset(m, 0, sizeof *m);
+}
+
+static mxa_status blocked_alloc(blocked *m, int64_t rows, int64_t nblocks, int quantized)
+{
+    m->rows = rows;
+    m->nblocks = nblocks;
+    m->quantized = quantized;
+    size_t n = (size_t)(rows * nblocks * MXA_BLOCK);
+    m->value = calloc(n, sizeof(float));
+    if (quantized) {
+        m->twice = calloc(n, 1);
+        m->exponent = calloc((size_t)(rows * nblocks), sizeof(int));
+    }
+    if (!m->value || (quantized && (!m->twice || !m->exponent))) {
+        blocked_free(m);
+        return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "reference attention: out of memory");
+    }
+    return MXA_OK;
+}
+
+/* Fills blocks [first, first + ceil(n/32)) of row r from n values (zero
+ * padding after them), quantizing each block when the matrix is quantized. */
+static void blocked_set(blocked *m, int64_t r, int64_t first, const float *x, int64_t n, mxa_rule rule)
+{
+    const int64_t blocks = (n + MXA_BLOCK - 1) / MXA_BLOCK;
+    float *dst = m->value + (r * m->nblocks + first) * MXA_BLOCK;
+    memset(dst, 0, (size_t)blocks * MXA_BLOCK * sizeof(float));
+    memcpy(dst, x, (size_t)n * sizeof(float));
+    if (!m->quantized) return;
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        const int64_t at = r * m->nblocks + first + blk;
+        float *bx = m->value + at * MXA_BLOCK;
+        int8_t *tw = m->twice + at * MXA_BLOCK;
+        uint8_t codes[MXA_BLOCK], scale;
+        mxa_quantize_block(bx, MXA_BLOCK, rule, codes, &scale);
+        m->exponent[at] = scale == MXA_E8M0_NAN ? INT32_MIN : (int)scale - 127;
+        for (int i = 0; i < MXA_BLOCK; i++) {
+            tw[i] = mxa_e2m1_doubled[codes[i]];
+            bx[i] = mxa_decode(codes[i], scale);
+        }
+    }
+}
+
+/* Product of block `ba` of row `ra` of a and block `bb` of row `rb` of b.
+ * Both quantized: an exact integer dot product times 2^(ea + eb - 2).
+ * Otherwise: an fp32 dot product of the (decoded) values, in order. */
+static float block_dot(const blocked *a, int64_t ra, int64_t ba, const blocked *b, int64_t rb,
+                       int64_t bb)
+{
+    const float *x = a->value + (ra * a->nblocks + ba) * MXA_BLOCK;
+    const float *y = b->value + (rb * b->nblocks + bb) * MXA_BLOCK;
+    if (a->quantized && b->quantized) {
+        int ea = a->exponent[ra * a->nblocks + ba], eb = b->exponent[rb * b->nblocks + bb];
+        if (ea == INT32_MIN || eb == INT32_MIN) return NAN;
+        const int8_t *ta = a->twice + (ra * a->nblocks + ba) * MXA_BLOCK;
+        const int8_t *tb = b->twice + (rb * b->nblocks + bb) * MXA_BLOCK;
+        int32_t sum = 0;
+        for (int i = 0; i < MXA_BLOCK; i++) sum += (int32_t)ta[i] * tb[i];
+        return ldexpf((float)sum, ea + eb - 2);
+    }
+    float sum = 0.0f;
+    for (int i = 0; i < MXA_BLOCK; i++) sum += x[i] * y[i];
+    return sum;
+}
+
+typedef struct head_inputs {
+    blocked q, k, vt; /* vt: V transposed, rows = d, blocks along tokens */
+} head_inputs;
+
+static void head_free(head_inputs *in)
+{
+    blocked_free(&in->q);
+    blocked_free(&in->k);
+    blocked_free(&in->vt);
+}
+
+/* Rotates and quantizes one query head and its kv head (SPEC §2 steps 1-2). */
+static mxa_status head_prepare(const mxa_attention_desc *desc, const mxa_attention_dims *dm,
+                               const float *q, const float *k, const float *v, head_inputs *in)
+{
+    const int64_t d = dm->d, nq = dm->nq, nk = dm->nk, dblocks = d / MXA_BLOCK;
+    const int64_t kblocks = (nk + MXA_BLOCK - 1) / MXA_BLOCK;
+    const int qk = (desc->quantize & MXA_QUANT_QK) != 0, qv = (desc->quantize & MXA_QUANT_V) != 0;
+    mxa_status st;
+    memset(in, 0, sizeof *in);
+    if ((st = blocked_alloc(&in->q, nq, dblocks, qk)) || (st = blocked_alloc(&in->k, nk, dblocks, qk)) ||
+        (st = blocked_alloc(&in->vt, d, kblocks, qv))) {
+        head_free(in);
+        return st;
+    }
+    float row[256];
+    for (int64_t i = 0; i < nq; i++) {
+        memcpy(row, q + i * d, (size_t)d * sizeof(float));
+        if (desc->hadamard) mxa_hadamard(row, (int)d);
+        blocked_set(&in->q, i, 0, row, d, desc->rule);
+    }
+    for (int64_t j = 0; j < nk; j++) {
+        memcpy(row, k + j * d, (size_t)d * sizeof(float));
+        if (desc->hadamard) mxa_hadamard(row, (int)d);
+        blocked_set(&in->k, j, 0, row, d, desc->rule);
+    }
+    float *col = malloc((size_t)nk * sizeof(float));
+    if (!col) {
+        head_free(in);
+        return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "reference attention: out of memory");
+    }
+    for (int64_t c = 0; c < d; c++) {
+        for (int64_t j = 0; j < nk; j++) col[j] = v[j * d + c];
+        blocked_set(&in->vt, c, 0, col, nk, desc->rule);
+    }
+    free(col);
+    return MXA_OK;
+}
+
+/* One query row through the online softmax (SPEC §2 steps 3-5). `p` is a
+ * 1 x kblocks*32 scratch matrix for the exponentials of one key tile. */
+static void row_attention(const mxa_attention_desc *desc, int bc, const mxa_attention_dims *dm,
+                          const head_inputs *in, int64_t i, blocked *p, float *s, float *acc,
+                          float *o, float *lse, float *row_sum)
+{
+    const int64_t d = dm->d, nk = dm->nk, dblocks = d / MXA_BLOCK;
+    const int qp = p->quantized;
+    const int64_t last_visible = desc->causal ? i + nk - dm->nq : nk - 1;
+    float m = -INFINITY, l = 0.0f, l_hat = 0.0f;
+    for (int64_t c = 0; c < d; c++) acc[c] = 0.0f;
+
+    for (int64_t j0 = 0; j0 < nk; j0 += bc) {
+        const int64_t len = (nk - j0 < bc) ? nk - j0 : bc;
+        const int64_t blocks = (len + MXA_BLOCK - 1) / MXA_BLOCK;
+        float tile_max = -INFINITY;
+        for (int64_t j = 0; j < len; j++) {
+            if (j0 + j > last_visible) {
+                s[j] = -INFINITY;
+                continue;
+            }
+            float dot = 0.0f;
+            for (int64_t blk = 0; blk < dblocks; blk++) dot += block_dot(&in->q, i, blk, &in->k, j0 + j, blk);
+            s[j] = dot * dm->scale;
+            if (s[j] > tile_max) tile_max = s[j];
+        }
+        const float m_new = tile_max > m ? tile_max : m;
+        if (m_new == -INFINITY) continue; /* nothing visible yet */
+        const float alpha = expf(m - m_new);
+        float *p_tilde = s; /* the scores are not needed past this point */
+        float sum_tilde = 0.0f;
+        for (int64_t j = 0; j < len; j++) {
+            p_tilde[j] = (s[j] == -INFINITY) ? 0.0f : expf(s[j] - m_new); /* in place */
+            sum_tilde += p_tilde[j];
+        }
+        /* P^ = MXFP4(P~) in blocks of 32 keys (or P~ itself when P is not quantized). */
+        blocked_set(p, 0, j0 / MXA_BLOCK, p_tilde, len, desc->rule);
+        float sum_hat = 0.0f;
+        for (int64_t j = 0; j < len; j++) sum_hat += p->value[j0 + j];
+        l = alpha * l + ((desc->placement == MXA_PLACEMENT_PNQ || !qp) ? sum_hat : sum_tilde);
+        l_hat = alpha * l_hat + sum_hat;
+        for (int64_t c = 0; c < d; c++) {
+            float pv = 0.0f;
+            for (int64_t blk = 0; blk < blocks; blk++)
+                pv += block_dot(p, 0, j0 / MXA_BLOCK + blk, &in->vt, c, j0 / MXA_BLOCK + blk);
+            acc[c] = alpha * acc[c] + pv;
+        }
+        m = m_new;
+    }
+    if (l == 0.0f && m == -INFINITY) {
+        for (int64_t c = 0; c < d; c++) o[c] = 0.0f;
+        if (lse) *lse = -INFINITY;
+        if (row_sum) *row_sum = NAN;
+        return;
+    }
+    for (int64_t c = 0; c < d; c++) o[c] = acc[c] / l;
+    if (lse) *lse = m + logf(l);
+    if (row_sum) *row_sum = l_hat / l;
+}
+
+mxa_status mxa_reference_run(const mxa_attention_desc *desc, int bc, const mxa_attention_dims *dm,
+                             const float *q, const float *k, const float *v, float *o, float *lse,
+                             float *row_sums)
+{
+    mxa_status st = mxa_bc_check(bc);
+    if (st) return st;
+    const int64_t d = dm->d, nq = dm->nq, nk = dm->nk, group = dm->h / dm->hkv;
+    const int64_t kblocks = (nk + MXA_BLOCK - 1) / MXA_BLOCK;
+    blocked p = {0};
+    float *s = malloc((size_t)bc * sizeof(float)), *acc = malloc((size_t)d * sizeof(float));
+    if (!s || !acc || (st = blocked_alloc(&p, 1, kblocks, (desc->quantize & MXA_QUANT_P) != 0))) {
+        free(s);
+        free(acc);
+        return st ? st : mxa_fail(MXA_ERR_OUT_OF_MEMORY, "reference attention: out of memory");
+    }
+    for (int64_t b = 0; b < dm->b && !st; b++)
+        for (int64_t h = 0; h < dm->h && !st; h++) {
+            const int64_t kvh = h / group;
+            const float *qh = q + ((b * dm->h + h) * nq) * d;
+            const float *kh = k + ((b * dm->hkv + kvh) * nk) * d;
+            const float *vh = v + ((b * dm->hkv + kvh) * nk) * d;
+            head_inputs in;
+            if ((st = head_prepare(desc, dm, qh, kh, vh, &in))) break;
+            for (int64_t i = 0; i < nq; i++) {
+                const int64_t row = (b * dm->h + h) * nq + i;
+                row_attention(desc, bc, dm, &in, i, &p, s, acc, o + row * d, lse ? lse + row : NULL,
+                              row_sums ? row_sums + row : NULL);
+            }
+            head_free(&in);
+        }
+    blocked_free(&p);
+    free(s);
+    free(acc);
+    return st;
+}
