@@ -1,0 +1,93 @@
+/* Helpers shared by the test programs. */
+#include <math.h>
+#include <string.h>
+
+#include "testutil.h"
+
+uint64_t tu_next(tu_rng *r)
+{
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double tu_uniform(tu_rng *r)
+{
+    return (double)(tu_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+double tu_normal(tu_rng *r)
+{
+    double u1 = tu_uniform(r), u2 = tu_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void tu_fill_normal(tu_rng *r, float *x, int64_t n, float sigma)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(sigma * tu_normal(r));
+}
+
+void tu_fill_attention(tu_rng *r, float *q, float *k, float *v, int64_t b, int64_t h, int64_t hkv,
+                       int64_t nq, int64_t nk, int64_t d)
+{
+    float dir[256];
+    for (int64_t c = 0; c < d; c++) dir[c] = (float)tu_normal(r);
+    for (int64_t i = 0; i < b * h * nq; i++) {
+        float shared = (float)(1.5 + 0.5 * tu_normal(r));
+        for (int64_t c = 0; c < d; c++) {
+            float x = (float)tu_normal(r) + shared * dir[c];
+            if (c % 17 == 3) x *= 6.0f; /* outlier channels */
+            q[i * d + c] = x;
+        }
+    }
+    for (int64_t i = 0; i < b * hkv * nk; i++) {
+        float shared = (float)(1.0 + 0.5 * tu_normal(r));
+        for (int64_t c = 0; c < d; c++) {
+            float x = (float)tu_normal(r) + shared * dir[c];
+            if (c % 17 == 3) x *= 6.0f;
+            k[i * d + c] = x;
+        }
+    }
+    tu_fill_normal(r, v, b * hkv * nk * d, 1.0f);
+}
+
+double tu_nmse(const float *a, const float *b, int64_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = (double)a[i] - b[i];
+        num += e * e;
+        den += (double)b[i] * b[i];
+    }
+    return den > 0.0 ? num / den : num;
+}
+
+double tu_cosine(const float *a, const float *b, int64_t n)
+{
+    double ab = 0.0, aa = 0.0, bb = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    return (aa > 0.0 && bb > 0.0) ? ab / sqrt(aa * bb) : (aa == bb ? 1.0 : 0.0);
+}
+
+double tu_max_abs_diff(const float *a, const float *b, int64_t n)
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        if (e > m || isnan(e)) m = e;
+    }
+    return m;
+}
+
+mxa_tensor tu_tensor(float *data, int64_t b, int64_t h, int64_t n, int64_t d)
+{
+    mxa_tensor t;
+    mxa_tensor_init(&t, MXA_F32, b, h, n, d, data);
+    return t;
+}
