@@ -16,8 +16,9 @@ double tu_uniform(tu_rng *r);             /* [0, 1) */
 double tu_normal(tu_rng *r);              /* standard normal */
 void tu_fill_normal(tu_rng *r, float *x, int64_t n, float sigma);
 
-/* Attention-like inputs: q/k with a few outlier channels (what Hadamard is for)
- * and a shared low-rank component so that softmax rows are peaky; v normal. */
+/* Attention-like inputs: q/k with a few outlier channels (what Hadamard is
+ * for), scores of standard deviation about 2.5; v unit noise around a
+ * per-channel mean. D <= 256. */
 void tu_fill_attention(tu_rng *r, float *q, float *k, float *v, int64_t b, int64_t h, int64_t hkv,
                        int64_t nq, int64_t nk, int64_t d);
 
