@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages mxa builds and tests with, if any is missing.
+# Needs root or sudo. Safe to run again: installs nothing when all are present.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config clang llvm libclang-rt-dev   # gcc + clang, libFuzzer/sanitizer runtimes
+  libcmocka-dev valgrind python3                                 # tests
+  libvulkan-dev libvulkan-volk-dev glslang-tools mesa-vulkan-drivers  # Vulkan backend + lavapipe
+  ocl-icd-opencl-dev ocl-icd-libopencl1 opencl-headers pocl-opencl-icd # OpenCL backend + PoCL
+  libopenblas-dev                                                # the OpenBLAS baseline of `mxa bench`
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
