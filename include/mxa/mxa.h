@@ -255,6 +255,15 @@ typedef enum mxa_placement {
 #define MXA_QUANT_P (1u << 2)
 #define MXA_QUANT_ALL (MXA_QUANT_QK | MXA_QUANT_V | MXA_QUANT_P)
 
+/* The 4-bit format of every quantizer. NVFP4 (16-element blocks, E4M3 block
+ * scales, an fp32 tensor scale) is a comparison baseline from the paper: the
+ * CPU device runs it through the reference; other devices return
+ * MXA_ERR_UNSUPPORTED. */
+typedef enum mxa_format {
+    MXA_FORMAT_MXFP4 = 0,
+    MXA_FORMAT_NVFP4 = 1
+} mxa_format;
+
 typedef enum mxa_recipe {
     MXA_RECIPE_MXATTENTION = 0, /* Hadamard + UOS + PNQ (default) */
     MXA_RECIPE_OCP_DIRECT = 1,  /* OCP rule, no rotation, direct placement */
@@ -271,6 +280,8 @@ typedef struct mxa_attention_desc {
     int causal;              /* bottom-right aligned causal mask */
     int bc;                  /* key-tile size, multiple of 32; 0 = the device's default */
     int allow_non_finite;    /* 1: let NaN/Inf propagate instead of rejecting them */
+    mxa_format format;       /* MXFP4 (default) or the NVFP4 baseline */
+    int smooth;              /* NVFP4 only: SageAttention-style Q/K smoothing and two-level P scaling */
 } mxa_attention_desc;
 
 /** Fills `desc` with a named recipe's switches; scale 0, non-causal, bc 0. */
