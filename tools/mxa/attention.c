@@ -1,0 +1,286 @@
+/*
+ * mxa attention --q Q.npy --k K.npy --v V.npy --out O.npy [switches] [--stats]
+ *
+ * Inputs are float32 or float16 .npy files shaped [B, H, N, D], [H, N, D] or
+ * [N, D] (the same rank for all three; k and v may have fewer heads: GQA).
+ * The output is float32 with q's shape; --lse writes q's shape without D.
+ * The recipe sets every switch; the other flags override one each.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "measure.h"
+
+enum { OPT_Q, OPT_K, OPT_V, OPT_OUT, OPT_RECIPE, OPT_HADAMARD, OPT_RULE, OPT_PLACEMENT, OPT_QUANTIZE, OPT_CAUSAL,
+       OPT_SCALE, OPT_BC, OPT_LSE, OPT_DEVICE, OPT_STATS, OPT_COUNT };
+
+typedef struct input {
+    const char *path;
+    npy_array a;
+    mxa_tensor t;
+} input;
+
+/* Reads one of q, k, v and views it as a 4-D tensor (leading axes of 1). */
+static int load_input(const char *path, int want_rank, input *in)
+{
+    char shape[200];
+    mxa_status st;
+    in->path = path;
+    if (cli_read_npy(path, &in->a)) return CLI_FAIL;
+    npy_shape_string(in->a.rank, in->a.shape, shape, sizeof shape);
+    if (in->a.dtype == NPY_U8) {
+        cli_error("%s: dtype uint8 is not an attention input (expected float32 or float16)", path);
+        return CLI_FAIL;
+    }
+    if (in->a.rank < 2 || in->a.rank > 4) {
+        cli_error("%s: shape %s has rank %d; attention takes [B, H, N, D], [H, N, D] or [N, D]", path, shape,
+                  in->a.rank);
+        return CLI_FAIL;
+    }
+    if (want_rank && in->a.rank != want_rank) {
+        cli_error("%s: rank %d differs from the rank %d of --q (q, k and v need the same layout)", path, in->a.rank,
+                  want_rank);
+        return CLI_FAIL;
+    }
+    if (in->a.count == 0) {
+        cli_error("%s: shape %s has no elements", path, shape);
+        return CLI_FAIL;
+    }
+    int64_t d[4] = {1, 1, 1, 1};
+    for (int i = 0; i < in->a.rank; i++) d[4 - in->a.rank + i] = in->a.shape[i];
+    if ((st = mxa_tensor_init(&in->t, in->a.dtype == NPY_F16 ? MXA_F16 : MXA_F32, d[0], d[1], d[2], d[3], in->a.data))) {
+        cli_library_error(path, st);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+/* "qk,v,p", any order and subset, or "none"/"all". */
+static int parse_quantize(const char *text, uint32_t *out)
+{
+    if (strcmp(text, "none") == 0) {
+        *out = 0;
+        return CLI_OK;
+    }
+    if (strcmp(text, "all") == 0) {
+        *out = MXA_QUANT_ALL;
+        return CLI_OK;
+    }
+    uint32_t bits = 0;
+    for (const char *p = text;;) {
+        const char *comma = strchr(p, ',');
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        uint32_t bit = 0;
+        if (len == 2 && strncmp(p, "qk", 2) == 0) bit = MXA_QUANT_QK;
+        else if (len == 1 && *p == 'v') bit = MXA_QUANT_V;
+        else if (len == 1 && *p == 'p') bit = MXA_QUANT_P;
+        if (!bit || (bits & bit)) {
+            cli_error("--quantize %s: expected a list of qk, v, p (e.g. qk,v,p), or none", text);
+            return CLI_USAGE;
+        }
+        bits |= bit;
+        if (!comma) break;
+        p = comma + 1;
+    }
+    *out = bits;
+    return CLI_OK;
+}
+
+/* The recipe, then each flag given overrides its switch. */
+static int build_desc(const cli_option *o, mxa_attention_desc *desc)
+{
+    static const char *const recipes[] = {"mxattention", "ocp-direct", "fp32", NULL};
+    static const char *const onoff[] = {"on", "off", NULL};
+    static const char *const placements[] = {"pnq", "direct", NULL};
+    int rc, choice = 0;
+    long bc;
+    mxa_recipe recipe = MXA_RECIPE_MXATTENTION;
+    if (o[OPT_RECIPE].value) {
+        if ((rc = cli_choice("--recipe", o[OPT_RECIPE].value, recipes, &choice))) return rc;
+        if (mxa_recipe_parse(o[OPT_RECIPE].value, &recipe)) return cli_library_error("--recipe", MXA_ERR_INVALID_ARGUMENT);
+    }
+    if (mxa_attention_desc_init(desc, recipe)) return cli_library_error("recipe", MXA_ERR_INVALID_ARGUMENT);
+    if (o[OPT_HADAMARD].value) {
+        if ((rc = cli_choice("--hadamard", o[OPT_HADAMARD].value, onoff, &choice))) return rc;
+        desc->hadamard = choice == 0;
+    }
+    if (o[OPT_RULE].value && (rc = cli_rule("--rule", o[OPT_RULE].value, &desc->rule))) return rc;
+    if (o[OPT_PLACEMENT].value) {
+        if ((rc = cli_choice("--placement", o[OPT_PLACEMENT].value, placements, &choice))) return rc;
+        desc->placement = choice == 0 ? MXA_PLACEMENT_PNQ : MXA_PLACEMENT_DIRECT;
+    }
+    if (o[OPT_QUANTIZE].value && (rc = parse_quantize(o[OPT_QUANTIZE].value, &desc->quantize))) return rc;
+    desc->causal = o[OPT_CAUSAL].value != NULL;
+    if (o[OPT_SCALE].value && (rc = cli_positive_float("--scale", o[OPT_SCALE].value, &desc->scale))) return rc;
+    if (o[OPT_BC].value) {
+        if ((rc = cli_int("--bc", o[OPT_BC].value, 32, 4096, 32, &bc))) return rc;
+        desc->bc = (int)bc;
+    }
+    return CLI_OK;
+}
+
+static void print_row_sums(const char *label, const cli_row_stats *r)
+{
+    printf("  %-8s mean %.6f  min %.6f  max %.6f  max |sum-1| %.3g", label, r->mean, r->min, r->max, r->max_dev);
+    if (r->skipped) printf("  (%lld rows with no visible key skipped)", (long long)r->skipped);
+    printf("\n");
+}
+
+typedef struct stats {
+    cli_diff vs_fp32;
+    cli_row_stats direct, pnq;
+} stats;
+
+/* --stats: accuracy against the fp32 recipe on the same device, and the row
+ * sums direct placement and PNQ give at the Bc the device used. */
+static int compute_stats(mxa_device *dev, const mxa_attention_desc *desc, const input *q, const input *k,
+                         const input *v, const float *o, int bc, stats *s)
+{
+    int rc = CLI_FAIL;
+    const int64_t n = q->t.shape[0] * q->t.shape[1] * q->t.shape[2] * q->t.shape[3];
+    float *ref = malloc((size_t)n * sizeof(float));
+    mxa_tensor tref;
+    mxa_attention_desc fp32;
+    mxa_status st;
+    if (!ref) {
+        cli_error("stats: out of memory");
+        goto out;
+    }
+    mxa_attention_desc_init(&fp32, MXA_RECIPE_FP32);
+    fp32.causal = desc->causal;
+    fp32.scale = desc->scale;
+    fp32.bc = bc;
+    if ((st = mxa_tensor_init(&tref, MXA_F32, q->t.shape[0], q->t.shape[1], q->t.shape[2], q->t.shape[3], ref)) ||
+        (st = mxa_attention(dev, &fp32, &q->t, &k->t, &v->t, &tref, NULL, NULL))) {
+        cli_library_error("stats: fp32 attention", st);
+        goto out;
+    }
+    if (cli_reference_row_sums(desc, bc, MXA_PLACEMENT_DIRECT, &q->t, &k->t, &v->t, &s->direct) ||
+        cli_reference_row_sums(desc, bc, MXA_PLACEMENT_PNQ, &q->t, &k->t, &v->t, &s->pnq))
+        goto out;
+    s->vs_fp32 = cli_compare(o, ref, n);
+    rc = CLI_OK;
+out:
+    free(ref);
+    return rc;
+}
+
+static void print_stats(const mxa_device_info *di, const mxa_attention_desc *desc, const mxa_attention_info *info,
+                        double seconds, const stats *s)
+{
+    char text[256];
+    cli_desc_text(desc, text, sizeof text);
+    printf("device    %s (%s), variant %s, Bc %d\n", di->id, di->name, info->variant, info->bc);
+    printf("switches  %s\n", text);
+    printf("time      %.4f s wall", seconds);
+    if (info->kernel_seconds >= 0.0) printf(", %.4f s kernel", info->kernel_seconds);
+    printf("\nvs fp32   NMSE %.4e  cosine %.8f  max abs error %.4e\n", s->vs_fp32.nmse, s->vs_fp32.cosine,
+           s->vs_fp32.max_abs);
+    printf("row sums of the attention weights (reference, these switches, Bc %d):\n", info->bc);
+    print_row_sums("direct", &s->direct);
+    print_row_sums("pnq", &s->pnq);
+}
+
+int cmd_attention(int argc, char **argv)
+{
+    cli_option o[OPT_COUNT] = {
+        [OPT_Q] = {"--q", "Q.npy", "queries [B, H, Nq, D], [H, Nq, D] or [Nq, D], float32 or float16", NULL},
+        [OPT_K] = {"--k", "K.npy", "keys [B, Hkv, Nk, D] (Hkv divides H: grouped-query attention)", NULL},
+        [OPT_V] = {"--v", "V.npy", "values, k's shape", NULL},
+        [OPT_OUT] = {"--out", "O.npy", "output, float32, q's shape", NULL},
+        [OPT_RECIPE] = {"--recipe", "R", "mxattention (default: Hadamard + UOS + PNQ), ocp-direct or fp32", NULL},
+        [OPT_HADAMARD] = {"--hadamard", "on|off", "rotate Q and K by the Walsh-Hadamard matrix", NULL},
+        [OPT_RULE] = {"--rule", "R", "shared-exponent rule: ocp, tfs, uos or q=<x>, x in [6, 8]", NULL},
+        [OPT_PLACEMENT] = {"--placement", "pnq|direct", "quantize P before (pnq) or after (direct) the row sum", NULL},
+        [OPT_QUANTIZE] = {"--quantize", "LIST", "what is quantized: a list of qk, v, p, or none", NULL},
+        [OPT_CAUSAL] = {"--causal", NULL, "causal mask, bottom-right aligned", NULL},
+        [OPT_SCALE] = {"--scale", "X", "softmax scale (default 1/sqrt(D))", NULL},
+        [OPT_BC] = {"--bc", "N", "key-tile size, a multiple of 32 (default: the device's)", NULL},
+        [OPT_LSE] = {"--lse", "L.npy", "also write the per-row log-sum-exp, float32, q's shape without D", NULL},
+        [OPT_DEVICE] = {"--device", "ID", "device: auto (default), cpu, vulkan:0, opencl:0, hip:0", NULL},
+        [OPT_STATS] = {"--stats", NULL, "print device, time, accuracy vs fp32 and PNQ/direct row sums", NULL},
+    };
+    cli_spec spec = {"attention", "--q Q.npy --k K.npy --v V.npy --out O.npy [options]",
+                     "Runs MXFP4 attention softmax(q k^T * scale) v on .npy inputs. The recipe sets every\n"
+                     "switch of SPEC.md; --hadamard, --rule, --placement and --quantize override one each.",
+                     o, OPT_COUNT, 0, 0, {NULL}, 0};
+    int rc = cli_parse(&spec, argc, argv);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    static const char *const required[] = {"--q", "--k", "--v", "--out"};
+    for (int i = OPT_Q; i <= OPT_OUT; i++)
+        if (!o[i].value) {
+            cli_error("attention: %s is required (see 'mxa attention --help')", required[i]);
+            return CLI_USAGE;
+        }
+    mxa_attention_desc desc;
+    if ((rc = build_desc(o, &desc))) return rc;
+    const char *out_opts[] = {"--out", "--lse"};
+    const char *out_paths[] = {o[OPT_OUT].value, o[OPT_LSE].value};
+    if ((rc = cli_distinct_outputs(out_opts, out_paths, 2))) return rc;
+
+    input q = {0}, k = {0}, v = {0};
+    mxa_runtime *rt = NULL;
+    mxa_device *dev = NULL;
+    float *out = NULL, *lse = NULL;
+    cli_outputs outs = {0};
+    mxa_status st;
+    rc = CLI_FAIL;
+    if (load_input(o[OPT_Q].value, 0, &q) || load_input(o[OPT_K].value, q.a.rank, &k) ||
+        load_input(o[OPT_V].value, q.a.rank, &v))
+        goto out;
+    if (cli_open_device(o[OPT_DEVICE].value, &rt, &dev)) goto out;
+    const int64_t rows = q.t.shape[0] * q.t.shape[1] * q.t.shape[2];
+    out = malloc((size_t)(rows * q.t.shape[3]) * sizeof(float));
+    lse = o[OPT_LSE].value ? malloc((size_t)rows * sizeof(float)) : NULL;
+    if (!out || (o[OPT_LSE].value && !lse)) {
+        cli_error("attention: out of memory");
+        goto out;
+    }
+    mxa_tensor to, tl;
+    if ((st = mxa_tensor_init(&to, MXA_F32, q.t.shape[0], q.t.shape[1], q.t.shape[2], q.t.shape[3], out)) ||
+        (lse && (st = mxa_tensor_init(&tl, MXA_F32, q.t.shape[0], q.t.shape[1], q.t.shape[2], 1, lse)))) {
+        cli_library_error("attention", st);
+        goto out;
+    }
+    mxa_attention_info info;
+    const double t0 = cli_now();
+    if ((st = mxa_attention(dev, &desc, &q.t, &k.t, &v.t, &to, lse ? &tl : NULL, &info))) {
+        cli_library_error("attention", st);
+        goto out;
+    }
+    const double seconds = cli_now() - t0;
+
+    /* Everything that can fail runs before the outputs are renamed into place. */
+    stats s;
+    if (o[OPT_STATS].value && compute_stats(dev, &desc, &q, &k, &v, out, info.bc, &s)) goto out;
+    if (cli_outputs_add(&outs, o[OPT_OUT].value, NPY_F32, q.a.rank, q.a.shape, out) ||
+        (lse && cli_outputs_add(&outs, o[OPT_LSE].value, NPY_F32, q.a.rank - 1, q.a.shape, lse)) ||
+        cli_outputs_commit(&outs))
+        goto out;
+    mxa_device_info di;
+    mxa_device_info_of(dev, &di);
+    if (o[OPT_STATS].value) {
+        print_stats(&di, &desc, &info, seconds, &s);
+    } else {
+        char shape[200];
+        npy_shape_string(q.a.rank, q.a.shape, shape, sizeof shape);
+        printf("wrote %s: float32 %s (recipe %s%s on %s, variant %s, Bc %d, %.3f s)\n", o[OPT_OUT].value, shape,
+               o[OPT_RECIPE].value ? o[OPT_RECIPE].value : "mxattention",
+               (o[OPT_HADAMARD].value || o[OPT_RULE].value || o[OPT_PLACEMENT].value || o[OPT_QUANTIZE].value)
+                   ? " with overrides" : "",
+               di.id, info.variant, info.bc, seconds);
+    }
+    rc = CLI_OK;
+out:
+    cli_outputs_discard(&outs);
+    free(out);
+    free(lse);
+    npy_free(&q.a);
+    npy_free(&k.a);
+    npy_free(&v.a);
+    cli_close_device(rt, dev);
+    return rc;
+}

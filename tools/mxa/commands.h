@@ -1,0 +1,22 @@
+/*
+ * The subcommands of mxa, in the order `mxa --help` lists them.
+ *
+ * To add one: write tools/mxa/<name>.c defining `int cmd_<name>(int argc,
+ * char **argv)` (argv[0] is the command name; return 0, 1 on failure, 2 on a
+ * usage mistake; see cli.h), and add one X(...) line below. The build reads
+ * this list to find <name>.c, so that line is the whole registration.
+ */
+#ifndef MXA_TOOLS_COMMANDS_H
+#define MXA_TOOLS_COMMANDS_H
+
+#define MXA_COMMANDS(X)                                                                            \
+    X(probe, "list backends and devices: capabilities, chosen kernel variant and why")            \
+    X(demo, "run fp32, ocp-direct and mxattention on seeded data and compare them")               \
+    X(attention, "run attention on .npy inputs (any recipe or ablation), optionally with --stats") \
+    X(quantize, "quantize a .npy tensor to MXFP4 along its last axis; write codes, scales, dequant")
+
+#define MXA_DECLARE_COMMAND(name, help) int cmd_##name(int argc, char **argv);
+MXA_COMMANDS(MXA_DECLARE_COMMAND)
+#undef MXA_DECLARE_COMMAND
+
+#endif
