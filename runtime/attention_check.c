@@ -36,8 +36,6 @@ mxa_status mxa_attention_check(const mxa_attention_desc *desc, const mxa_tensor 
     if (desc->bc != 0 && (st = mxa_bc_check(desc->bc))) return st;
     if (desc->format != MXA_FORMAT_MXFP4 && desc->format != MXA_FORMAT_NVFP4)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: unknown format %d", (int)desc->format);
-    if (desc->format == MXA_FORMAT_NVFP4)
-        return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the NVFP4 baseline is not built yet");
     if (desc->smooth && desc->format != MXA_FORMAT_NVFP4)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: smoothing applies to the NVFP4 baseline only");
 

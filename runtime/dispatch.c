@@ -3,6 +3,7 @@
  * float32, dispatch to the device's backend under its lock, write outputs
  * only on success.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +153,33 @@ mxa_status mxa_quantize(mxa_device *dev, const mxa_tensor *x, mxa_rule rule, uin
 
 /* ------------------------------------------------------------- attention */
 
+/* The NVFP4 baseline exists only as the reference, so only the CPU device runs
+ * it; arrays in device buffers go through the backend's own copy calls. */
+static mxa_status nvfp4_attention(mxa_device *dev, const mxa_attention_call *call, mxa_attention_info *info)
+{
+    const mxa_array *arr[4] = {&call->q, &call->k, &call->v, &call->o};
+    float *host[4] = {NULL, NULL, NULL, NULL}, *copy[4] = {NULL, NULL, NULL, NULL};
+    mxa_status st = MXA_OK;
+    for (int i = 0; i < 4 && !st; i++) {
+        const size_t bytes = (size_t)(arr[i]->b * arr[i]->h * arr[i]->n * arr[i]->d) * sizeof(float);
+        if (arr[i]->host) {
+            host[i] = arr[i]->host;
+        } else if (!(host[i] = copy[i] = malloc(bytes))) {
+            st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "attention (NVFP4): out of memory");
+        } else if (i < 3) {
+            st = dev->ops->buffer_download(dev->impl, arr[i]->buffer, arr[i]->offset, copy[i], bytes);
+        }
+    }
+    const mxa_attention_dims dm = {call->q.b, call->q.h, call->k.h, call->q.n, call->k.n, call->q.d, call->desc.scale};
+    if (!st) st = mxa_reference_run(&call->desc, call->bc, &dm, host[0], host[1], host[2], host[3], call->lse, NULL);
+    if (!st && copy[3])
+        st = dev->ops->buffer_upload(dev->impl, call->o.buffer, call->o.offset, copy[3],
+                                     (size_t)(dm.b * dm.h * dm.nq * dm.d) * sizeof(float));
+    if (!st) snprintf(info->variant, sizeof info->variant, "reference-nvfp4");
+    for (int i = 0; i < 4; i++) free(copy[i]);
+    return st;
+}
+
 mxa_status mxa_attention(mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *q,
                          const mxa_tensor *k, const mxa_tensor *v, mxa_tensor *o, mxa_tensor *lse,
                          mxa_attention_info *info)
@@ -166,6 +194,9 @@ mxa_status mxa_attention(mxa_device *dev, const mxa_attention_desc *desc, const 
     call.desc.scale = dm.scale;
     call.bc = desc->bc ? desc->bc : dev->probed->info.default_bc;
     if ((st = mxa_bc_check(call.bc))) return st;
+    if (desc->format == MXA_FORMAT_NVFP4 && strcmp(dev->ops->name, "cpu") != 0)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the NVFP4 baseline runs on the \"cpu\" device only, not on %s",
+                        dev->probed->info.id);
     if (o->buffer && (o->buffer->dev != dev || o->dtype != MXA_F32))
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "out: a device-buffer output must be float32 on this device");
 
@@ -201,7 +232,8 @@ mxa_status mxa_attention(mxa_device *dev, const mxa_attention_desc *desc, const 
     memset(&local, 0, sizeof local);
     local.kernel_seconds = -1.0;
     pthread_mutex_lock(&dev->lock);
-    st = dev->ops->attention(dev->impl, &call, &local);
+    st = desc->format == MXA_FORMAT_NVFP4 ? nvfp4_attention(dev, &call, &local)
+                                          : dev->ops->attention(dev->impl, &call, &local);
     pthread_mutex_unlock(&dev->lock);
     if (st) goto out;
     local.bc = call.bc;

@@ -9,6 +9,7 @@
 #include "hadamard.h"
 #include "mxfp4.h"
 #include "reference.h"
+#include "reference_nvfp4.h"
 #include "status.h"
 #include "tensor.h"
 
@@ -206,6 +207,7 @@ mxa_status mxa_reference_run(const mxa_attention_desc *desc, int bc, const mxa_a
                              const float *q, const float *k, const float *v, float *o, float *lse,
                              float *row_sums)
 {
+    if (desc->format == MXA_FORMAT_NVFP4) return mxa_reference_nvfp4_run(desc, bc, dm, q, k, v, o, lse, row_sums);
     mxa_status st = mxa_bc_check(bc);
     if (st) return st;
     const int64_t d = dm->d, nq = dm->nq, nk = dm->nk, group = dm->h / dm->hkv;
