@@ -1,0 +1,175 @@
+/*
+ * The fused flash-attention pass: each work item is 16 query rows of one
+ * head, run through every key tile with the online softmax of SPEC §2. A
+ * worker holds O(tile) state (scores, P^, accumulator); nothing N x N is
+ * ever stored. Items are (batch, head, query tile), handed out dynamically;
+ * causal items go longest first.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../runtime/status.h"
+#include "cpu_attention.h"
+#include "cpu_quant.h"
+
+#define L CPU_LANES
+
+/* A worker's scratch, carved from one allocation (64-byte aligned parts). */
+typedef struct scratch {
+    float *x;      /* [d][16] Q tile (fp32 path) */
+    uint32_t *qp;  /* [dblk][8][16] */
+    float *qsc;    /* [dblk][16] */
+    float *s;      /* [bc][16] scores, then P */
+    uint32_t *pp;  /* [bc/32][8][16] */
+    float *psc;    /* [bc/32][16] */
+    float *acc;    /* [d][16] */
+    float *pv;     /* [d][16] */
+} scratch;
+
+typedef struct job {
+    cpu_prep prep;
+    int bc;
+    int64_t qtiles;
+    float *o, *lse;
+    char *scratch_mem;
+    size_t scratch_bytes;
+} job;
+
+static size_t up64(size_t n)
+{
+    return (n + 63) & ~(size_t)63;
+}
+
+static size_t scratch_layout(int64_t d, int bc, char *base, scratch *s)
+{
+    const size_t sizes[8] = {(size_t)d * L * 4, (size_t)d / 32 * CPU_WORDS * L * 4, (size_t)d / 32 * L * 4,
+                             (size_t)bc * L * 4, (size_t)bc / 32 * CPU_WORDS * L * 4, (size_t)bc / 32 * L * 4,
+                             (size_t)d * L * 4, (size_t)d * L * 4};
+    void *parts[8];
+    size_t off = 0;
+    for (int i = 0; i < 8; i++) {
+        parts[i] = base ? base + off : NULL;
+        off += up64(sizes[i]);
+    }
+    if (s) {
+        s->x = parts[0];
+        s->qp = parts[1];
+        s->qsc = parts[2];
+        s->s = parts[3];
+        s->pp = parts[4];
+        s->psc = parts[5];
+        s->acc = parts[6];
+        s->pv = parts[7];
+    }
+    return off;
+}
+
+static void attention_task(void *ctx, int64_t item, int worker)
+{
+    const job *jb = ctx;
+    const cpu_prep *p = &jb->prep;
+    const mxa_attention_desc *desc = p->desc;
+    const cpu_kernels *kern = p->kern;
+    const int64_t d = p->d, dblk = d / 32, nq = p->nq, nk = p->nk, bc = jb->bc;
+    /* causal: the last query tiles see the most keys, so they go first */
+    const int64_t tile = desc->causal ? jb->qtiles - 1 - item % jb->qtiles : item % jb->qtiles;
+    const int64_t bh = item / jb->qtiles, b = bh / p->h, h = bh % p->h, i0 = tile * L;
+    const cpu_head_kv *hd = &p->heads[b * p->hkv + h / (p->h / p->hkv)];
+    scratch sc;
+    scratch_layout(d, (int)bc, jb->scratch_mem + (size_t)worker * jb->scratch_bytes, &sc);
+
+    cpu_prep_q(p, b, h, i0, sc.x, sc.qp, sc.qsc);
+    float m[L], l[L], alpha[L];
+    int64_t lim[L], kend = nk;
+    for (int r = 0; r < L; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+        lim[r] = desc->causal ? i0 + r + nk - nq : nk - 1; /* bottom-right aligned */
+    }
+    if (desc->causal) {
+        const int64_t last_row = (i0 + L < nq ? i0 + L : nq) - 1;
+        kend = last_row + nk - nq + 1;
+        if (kend > nk) kend = nk;
+    }
+    memset(sc.acc, 0, (size_t)d * L * sizeof(float));
+
+    for (int64_t j0 = 0; j0 < kend; j0 += bc) {
+        const int len = (int)(nk - j0 < bc ? nk - j0 : bc);
+        const int nkeys = (len + 7) & ~7, blocks = (len + 31) / 32;
+        if (p->qk_int) {
+            const cpu_qk_int_args qa = {sc.qp, sc.qsc, hd->k + j0 * d, hd->kcorr + j0 * dblk, hd->ksc + j0 * dblk,
+                                        nkeys, (int)dblk, desc->scale, sc.s};
+            kern->qk_int(&qa);
+        } else {
+            kern->qk_f32(sc.x, hd->kf + j0 * d, nkeys, (int)d, desc->scale, sc.s);
+        }
+        int32_t rel[L];
+        for (int r = 0; r < L; r++) {
+            const int64_t v = lim[r] - j0;
+            rel[r] = v < -1 ? -1 : (v > bc ? (int32_t)bc : (int32_t)v);
+        }
+        const cpu_softmax_args sa = {sc.s, len, rel, m, l, alpha, (desc->quantize & MXA_QUANT_P) != 0,
+                                     desc->placement == MXA_PLACEMENT_PNQ, !p->pv_int, p->rule, sc.pp, sc.psc};
+        kern->softmax(&sa);
+        if (p->pv_int) {
+            const cpu_pv_int_args pa = {sc.pp, sc.psc, hd->vt + j0, p->nk_pad, hd->vsc + j0 / 32, p->nk_pad / 32,
+                                        blocks, (int)d, alpha, sc.acc, sc.pv};
+            kern->pv_int(&pa);
+        } else {
+            kern->pv_f32(sc.s, hd->vf + j0 * d, len, (int)d, alpha, sc.acc);
+        }
+    }
+
+    for (int r = 0; r < L && i0 + r < nq; r++) {
+        const int64_t row = (b * p->h + h) * nq + i0 + r;
+        float *o = jb->o + row * d;
+        if (l[r] == 0.0f && m[r] == -INFINITY) { /* no visible key */
+            memset(o, 0, (size_t)d * sizeof(float));
+            if (jb->lse) jb->lse[row] = -INFINITY;
+            continue;
+        }
+        for (int64_t c = 0; c < d; c++) o[c] = sc.acc[c * L + r] / l[r];
+        if (jb->lse) jb->lse[row] = m[r] + logf(l[r]);
+    }
+}
+
+mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, const mxa_attention_call *call,
+                             const float *q, const float *k, const float *v, float *o)
+{
+    mxa_status st = MXA_OK;
+    const mxa_attention_desc *desc = &call->desc;
+    job jb;
+    memset(&jb, 0, sizeof jb);
+    cpu_prep *p = &jb.prep;
+    p->kern = kern;
+    p->desc = desc;
+    p->rule = cpu_rule_of(desc->rule.kind, desc->rule.q);
+    p->b = call->q.b;
+    p->h = call->q.h;
+    p->hkv = call->k.h;
+    p->nq = call->q.n;
+    p->nk = call->k.n;
+    p->d = call->q.d;
+    jb.bc = call->bc;
+    p->nk_pad = (p->nk + call->bc - 1) / call->bc * call->bc;
+    p->qk_int = (desc->quantize & MXA_QUANT_QK) != 0;
+    p->pv_int = (desc->quantize & MXA_QUANT_V) && (desc->quantize & MXA_QUANT_P);
+    p->q = q;
+    p->k = k;
+    p->v = v;
+    jb.o = o;
+    jb.lse = call->lse;
+    jb.qtiles = (p->nq + L - 1) / L;
+
+    jb.scratch_bytes = scratch_layout(p->d, call->bc, NULL, NULL);
+    jb.scratch_mem = aligned_alloc(64, jb.scratch_bytes * (size_t)cpu_pool_size(pool));
+    if (!jb.scratch_mem) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "cpu attention: out of memory for scratch");
+    if ((st = cpu_prep_kv(p, pool))) goto out;
+    cpu_pool_run(pool, p->b * p->h * jb.qtiles, attention_task, &jb);
+out:
+    cpu_prep_free(p);
+    free(jb.scratch_mem);
+    return st;
+}

@@ -1,0 +1,13 @@
+/* The fused flash-attention pass of the CPU backend. */
+#ifndef MXA_CPU_ATTENTION_H
+#define MXA_CPU_ATTENTION_H
+
+#include "../../runtime/backend.h"
+#include "cpu_kernels.h"
+#include "cpu_threads.h"
+
+/* Runs a validated call on host arrays q, k, v into o (and call->lse). */
+mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, const mxa_attention_call *call,
+                             const float *q, const float *k, const float *v, float *o);
+
+#endif

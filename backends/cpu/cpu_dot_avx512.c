@@ -1,0 +1,244 @@
+/*
+ * AVX-512 VNNI kernels (compiled with -mavx512f -mavx512bw -mavx512vnni;
+ * called only when cpuid says the CPU and OS support them). One zmm holds
+ * the 16 rows of a tile; a block product is 8 vpdpbusd (u8 x s8 -> s32).
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define CPU_FN(name) cpu_avx512_##name
+#define CPU_EXP(x) expf(x)
+#define CPU_HAVE_SOFTMAX 1
+#define CPU_HAVE_QK_INT 1
+#define CPU_HAVE_PV_INT 1
+#define CPU_HAVE_F32 1
+#include "cpu_lanes.h"
+
+static inline __m512i bcast_word(const int8_t *p)
+{
+    int32_t w;
+    memcpy(&w, p, sizeof w);
+    return _mm512_set1_epi32(w);
+}
+
+/* e^x to about 1 ulp: x = n ln2 + r, a degree-7 polynomial for e^r, then
+ * scalef (which rounds subnormal results once). NaN propagates. */
+static inline __m512 exp512(__m512 x)
+{
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); /* below, e^x rounds to 0 */
+    x = _mm512_min_ps(_mm512_set1_ps(88.5f), x);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* The shared exponent of 16 block maxima (finite, >= 0), as cpu_lanes.h. */
+static inline __m512i exponent512(__m512i mb, cpu_rule rule)
+{
+    const __m512i one = _mm512_set1_epi32(1);
+    const __m512i biased = _mm512_srli_epi32(mb, 23);
+    const __m512i f = _mm512_and_si512(mb, _mm512_set1_epi32(0x7fffff));
+    __m512i e = _mm512_sub_epi32(biased, _mm512_set1_epi32(129));
+    e = _mm512_mask_add_epi32(e, _mm512_cmpgt_epi32_mask(f, _mm512_set1_epi32(rule.up)), e, one);
+    e = _mm512_mask_sub_epi32(e, _mm512_cmple_epi32_mask(f, _mm512_set1_epi32(rule.down)), e, one);
+    e = _mm512_mask_mov_epi32(e, _mm512_cmpeq_epi32_mask(biased, _mm512_setzero_si512()), _mm512_set1_epi32(-127));
+    e = _mm512_mask_mov_epi32(e, _mm512_cmpeq_epi32_mask(mb, _mm512_setzero_si512()), _mm512_setzero_si512());
+    e = _mm512_max_epi32(e, _mm512_set1_epi32(-127));
+    return _mm512_min_epi32(e, _mm512_set1_epi32(127));
+}
+
+/* Twice the E2M1 rounding, given w = 2 |x| 2^-e (see cpu_lanes.h round2). */
+static inline __m512 round2_512(__m512 w)
+{
+    __m512i eb = _mm512_and_si512(_mm512_castps_si512(w), _mm512_set1_epi32(0x7f800000));
+    eb = _mm512_max_epu32(eb, _mm512_set1_epi32(128 << 23));
+    const __m512 c = _mm512_castsi512_ps(_mm512_add_epi32(eb, _mm512_set1_epi32(22 << 23)));
+    const __m512 r = _mm512_sub_ps(_mm512_add_ps(w, c), c);
+    return _mm512_min_ps(r, _mm512_set1_ps(12.0f));
+}
+
+/* P^ of one 32-key block already holding P~ (p, [32][16]); adds the decoded
+ * values to sum_h in key order. */
+static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b, __m512 mx, __m512 sum_h)
+{
+    const __m512i e = exponent512(_mm512_castps_si512(mx), a->rule);
+    const __m512 to_w = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_set1_epi32(1), e));
+    const __m512 half = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(1))));
+    _mm512_storeu_ps(a->psc + b * CPU_LANES, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(e)));
+    uint32_t *pp = a->pp + (size_t)b * CPU_WORDS * CPU_LANES;
+    for (int t = 0; t < CPU_WORDS; t++) {
+        __m512i word = _mm512_setzero_si512();
+        for (int k = 0; k < 4; k++) {
+            float *row = p + (4 * t + k) * CPU_LANES;
+            const __m512 w = round2_512(_mm512_scalef_ps(_mm512_loadu_ps(row), to_w));
+            const __m512i d = _mm512_cvtps_epi32(w);
+            word = _mm512_or_si512(word, _mm512_sll_epi32(d, _mm_cvtsi32_si128(8 * k)));
+            const __m512 dec = _mm512_mul_ps(w, half);
+            sum_h = _mm512_add_ps(sum_h, dec);
+            if (a->want_float) _mm512_storeu_ps(row, dec);
+        }
+        _mm512_storeu_si512(pp + t * CPU_LANES, word);
+    }
+    return sum_h;
+}
+
+static void cpu_avx512_softmax(const cpu_softmax_args *a)
+{
+    const int len = a->len, blocks = (len + 31) / 32;
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
+    const __m512i lim = _mm512_min_epi32(_mm512_loadu_si512(a->lim), _mm512_set1_epi32(len - 1));
+    const int masked = _mm512_reduce_min_epi32(lim) < len - 1 || len % 32 != 0;
+    __m512 tmax = ninf;
+    for (int j = 0; j < len; j++) {
+        __m512 s = _mm512_loadu_ps(a->s + j * CPU_LANES);
+        if (masked) {
+            s = _mm512_mask_mov_ps(ninf, _mm512_cmpge_epi32_mask(lim, _mm512_set1_epi32(j)), s);
+            _mm512_storeu_ps(a->s + j * CPU_LANES, s);
+        }
+        tmax = _mm512_max_ps(s, tmax);
+    }
+    const __m512 m = _mm512_loadu_ps(a->m);
+    const __m512 mnew = _mm512_max_ps(tmax, m);
+    __m512 alpha = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m, ninf, _CMP_NEQ_UQ), exp512(_mm512_sub_ps(m, mnew)));
+    alpha = _mm512_mask_mov_ps(alpha, _mm512_cmp_ps_mask(mnew, ninf, _CMP_EQ_OQ), _mm512_set1_ps(1.0f));
+    __m512 sum_t = zero, sum_h = zero;
+    for (int b = 0; b < blocks; b++) {
+        float *p = a->s + (size_t)b * 32 * CPU_LANES;
+        const int n = len - b * 32 < 32 ? len - b * 32 : 32;
+        __m512 mx = zero;
+        __mmask16 bad = 0;
+        for (int i = 0; i < 32; i++) {
+            __m512 e = zero;
+            if (i < n) {
+                const __m512 s = _mm512_loadu_ps(p + i * CPU_LANES);
+                e = exp512(_mm512_sub_ps(s, mnew));
+                if (masked) e = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(s, ninf, _CMP_NEQ_UQ), e);
+            }
+            _mm512_storeu_ps(p + i * CPU_LANES, e);
+            sum_t = _mm512_add_ps(sum_t, e);
+            bad |= _mm512_cmp_ps_mask(e, e, _CMP_UNORD_Q);
+            mx = _mm512_max_ps(e, mx);
+        }
+        if (!a->quant_p) continue;
+        if (bad) { /* NaN scores (allow_non_finite): the lane-wise code handles NaN blocks */
+            float dec[32 * CPU_LANES];
+            const cpu_quant_out q = {a->pp + (size_t)b * CPU_WORDS * CPU_LANES, a->psc + b * CPU_LANES, dec,
+                                     NULL, NULL, NULL};
+            cpu_avx512_quantize(p, 1, a->rule, 0, &q);
+            for (int i = 0; i < 32; i++) sum_h = _mm512_add_ps(sum_h, _mm512_loadu_ps(dec + i * CPU_LANES));
+            if (a->want_float) memcpy(p, dec, sizeof dec);
+            continue;
+        }
+        sum_h = quantize_p_block(a, p, b, mx, sum_h);
+    }
+    if (!a->quant_p) sum_h = sum_t;
+    const __m512 add = (a->pnq || !a->quant_p) ? sum_h : sum_t;
+    _mm512_storeu_ps(a->l, _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_loadu_ps(a->l)), add));
+    _mm512_storeu_ps(a->m, mnew);
+    _mm512_storeu_ps(a->alpha, alpha);
+}
+
+static void cpu_avx512_qk_int(const cpu_qk_int_args *a)
+{
+    const int dblk = a->dblk, d = dblk * 32;
+    const __m512 scale = _mm512_set1_ps(a->scale);
+    for (int j = 0; j < a->nkeys; j += 8) {
+        __m512 dot[8];
+        for (int r = 0; r < 8; r++) dot[r] = _mm512_setzero_ps();
+        for (int b = 0; b < dblk; b++) {
+            __m512i acc[8];
+            for (int r = 0; r < 8; r++) acc[r] = _mm512_set1_epi32(a->kcorr[(j + r) * dblk + b]);
+            for (int t = 0; t < CPU_WORDS; t++) {
+                const __m512i q = _mm512_loadu_si512(a->qp + (size_t)(b * CPU_WORDS + t) * CPU_LANES);
+                const int8_t *k = a->k + (size_t)j * d + b * 32 + 4 * t;
+                for (int r = 0; r < 8; r++) acc[r] = _mm512_dpbusd_epi32(acc[r], q, bcast_word(k + r * d));
+            }
+            const __m512 qs = _mm512_loadu_ps(a->qsc + b * CPU_LANES);
+            for (int r = 0; r < 8; r++) {
+                const __m512 sc = _mm512_mul_ps(qs, _mm512_set1_ps(a->ksc[(j + r) * dblk + b]));
+                dot[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), sc, dot[r]); /* exact product: one rounding, as the reference's add */
+            }
+        }
+        for (int r = 0; r < 8; r++) _mm512_storeu_ps(a->s + (j + r) * CPU_LANES, _mm512_mul_ps(dot[r], scale));
+    }
+}
+
+static void cpu_avx512_pv_int(const cpu_pv_int_args *a)
+{
+    for (int b = 0; b < a->blocks; b++) {
+        __m512i p[CPU_WORDS];
+        for (int t = 0; t < CPU_WORDS; t++)
+            p[t] = _mm512_loadu_si512(a->pp + (size_t)(b * CPU_WORDS + t) * CPU_LANES);
+        const __m512 ps = _mm512_loadu_ps(a->psc + b * CPU_LANES);
+        for (int c = 0; c < a->d; c += 8) {
+            __m512i acc[8];
+            for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_si512();
+            const int8_t *v = a->vt + c * a->vt_stride + b * 32;
+            for (int t = 0; t < CPU_WORDS; t++)
+                for (int r = 0; r < 8; r++)
+                    acc[r] = _mm512_dpbusd_epi32(acc[r], p[t], bcast_word(v + r * a->vt_stride + 4 * t));
+            for (int r = 0; r < 8; r++) {
+                float *pv = a->pv + (c + r) * CPU_LANES;
+                const __m512 sc = _mm512_mul_ps(ps, _mm512_set1_ps(a->vsc[(c + r) * a->vsc_stride + b]));
+                const __m512 prev = b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(pv);
+                _mm512_storeu_ps(pv, _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), sc, prev));
+            }
+        }
+    }
+    const __m512 alpha = _mm512_loadu_ps(a->alpha);
+    for (int c = 0; c < a->d; c++) {
+        float *o = a->acc + c * CPU_LANES;
+        const __m512 pv = a->blocks ? _mm512_loadu_ps(a->pv + c * CPU_LANES) : _mm512_setzero_ps();
+        _mm512_storeu_ps(o, _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_loadu_ps(o)), pv));
+    }
+}
+
+static void cpu_avx512_qk_f32(const float *qt, const float *k, int nkeys, int d, float scale, float *s)
+{
+    for (int j = 0; j < nkeys; j += 8) {
+        __m512 acc[8];
+        for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_ps();
+        const float *kj = k + (size_t)j * d;
+        for (int c = 0; c < d; c++) {
+            const __m512 q = _mm512_loadu_ps(qt + c * CPU_LANES);
+            for (int r = 0; r < 8; r++) acc[r] = _mm512_fmadd_ps(q, _mm512_set1_ps(kj[r * d + c]), acc[r]);
+        }
+        for (int r = 0; r < 8; r++) _mm512_storeu_ps(s + (j + r) * CPU_LANES, _mm512_mul_ps(acc[r], _mm512_set1_ps(scale)));
+    }
+}
+
+static void cpu_avx512_pv_f32(const float *p, const float *v, int len, int d, const float *alpha, float *acc)
+{
+    const __m512 al = _mm512_loadu_ps(alpha);
+    for (int c = 0; c < d; c += 8) {
+        __m512 o[8];
+        for (int r = 0; r < 8; r++) o[r] = _mm512_mul_ps(al, _mm512_loadu_ps(acc + (c + r) * CPU_LANES));
+        for (int j = 0; j < len; j++) {
+            const __m512 pj = _mm512_loadu_ps(p + j * CPU_LANES);
+            for (int r = 0; r < 8; r++) o[r] = _mm512_fmadd_ps(pj, _mm512_set1_ps(v[(size_t)j * d + c + r]), o[r]);
+        }
+        for (int r = 0; r < 8; r++) _mm512_storeu_ps(acc + (c + r) * CPU_LANES, o[r]);
+    }
+}
+
+const cpu_kernels cpu_kernels_avx512 = {
+    .name = "avx512-vnni",
+    .quantize = cpu_avx512_quantize,
+    .rotate = cpu_avx512_rotate,
+    .qk_int = cpu_avx512_qk_int,
+    .qk_f32 = cpu_avx512_qk_f32,
+    .softmax = cpu_avx512_softmax,
+    .pv_int = cpu_avx512_pv_int,
+    .pv_f32 = cpu_avx512_pv_f32,
+};

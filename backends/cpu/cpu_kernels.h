@@ -1,0 +1,101 @@
+/*
+ * The CPU kernels behind one table per instruction set (portable C, AVX2,
+ * AVX-512 VNNI). Every tile is "lanes = rows": 16 independent rows side by
+ * side, so softmax, block maxima and shared exponents are vertical vector
+ * operations and no path needs a horizontal reduction.
+ *
+ * MXFP4 values travel as doubled E2M1 integers (0 1 2 3 4 6 8 12, signed)
+ * packed four to a 32-bit word along the block axis: word [blk][t][lane]
+ * holds elements 4t..4t+3 of block blk of that lane. A block product is an
+ * exact int8 dot product (|sum| <= 4608) scaled by a power of two in fp32.
+ */
+#ifndef MXA_CPU_KERNELS_H
+#define MXA_CPU_KERNELS_H
+
+#include <stdint.h>
+
+#include "mxa/mxa.h"
+
+#define CPU_LANES 16
+#define CPU_WORDS 8       /* 32-bit words per 32-element block */
+#define CPU_Q_OFFSET 12   /* Q codes + 12 are unsigned: u8 x s8 dot products */
+
+/* A shared-exponent rule as integer thresholds on the fraction of the block
+ * maximum (SPEC §1): e = E - 2 + [f > up] - [f <= down]. */
+typedef struct cpu_rule {
+    int32_t up;   /* 1 << 23 (never) for OCP */
+    int32_t down; /* 0 when q = 8, else -1 (never) */
+} cpu_rule;
+
+/* Outputs of a lane-wise quantization; any pointer may be NULL. */
+typedef struct cpu_quant_out {
+    uint32_t *packed; /* [nblk][8][16] doubled codes (+ offset), 4 per word */
+    float *scale;     /* [nblk][16] 2^e, NaN for a non-finite block */
+    float *decoded;   /* [nblk*32][16] dequantized values */
+    uint8_t *nibble;  /* [nblk*32][16] 4-bit codes (sign << 3 | E2M1 code) */
+    uint8_t *sbyte;   /* [nblk][16] E8M0 scale bytes */
+    int32_t *sum;     /* [nblk][16] sum of the doubled codes of the block */
+} cpu_quant_out;
+
+/* One online-softmax step over a key tile, for 16 query rows. */
+typedef struct cpu_softmax_args {
+    float *s;           /* [bc][16] scaled scores in; P (decoded P^ or P~) out when want_float */
+    int len;            /* keys of the tile (<= bc); blocks = ceil(len / 32) */
+    const int32_t *lim; /* [16] last visible key of each row, relative to the tile */
+    float *m, *l;       /* [16] running maximum and row sum */
+    float *alpha;       /* [16] out: the rescale of the accumulator */
+    int quant_p, pnq, want_float;
+    cpu_rule rule;
+    uint32_t *pp; /* [blocks][8][16] P^ codes when quant_p */
+    float *psc;   /* [blocks][16] 2^e of each P^ block when quant_p */
+} cpu_softmax_args;
+
+/* S = Q^ K^T for 16 query rows and `nkeys` keys (a multiple of 8). */
+typedef struct cpu_qk_int_args {
+    const uint32_t *qp;   /* [dblk][8][16] Q codes + 12 */
+    const float *qsc;     /* [dblk][16] 2^eq */
+    const int8_t *k;      /* [nkeys][d] K codes, row-major */
+    const int32_t *kcorr; /* [nkeys][dblk] -12 * sum of the block's K codes */
+    const float *ksc;     /* [nkeys][dblk] 2^(ek - 2) */
+    int nkeys, dblk;
+    float scale;
+    float *s; /* [nkeys][16] */
+} cpu_qk_int_args;
+
+/* acc = alpha * acc + P^ V^ over `blocks` 32-key blocks. */
+typedef struct cpu_pv_int_args {
+    const uint32_t *pp; /* [blocks][8][16] */
+    const float *psc;   /* [blocks][16] */
+    const int8_t *vt;   /* V^ transposed: column c at vt + c * vt_stride, tile start */
+    int64_t vt_stride;
+    const float *vsc;   /* column c block b at vsc[c * vsc_stride + b]: 2^(ev - 2) */
+    int64_t vsc_stride;
+    int blocks, d;
+    const float *alpha;
+    float *acc; /* [d][16] */
+    float *pv;  /* [d][16] scratch */
+} cpu_pv_int_args;
+
+typedef struct cpu_kernels {
+    const char *name;
+    /* Quantizes x [nblk*32][16] along its first axis, lanes independent. */
+    void (*quantize)(const float *x, int nblk, cpu_rule rule, int offset, const cpu_quant_out *out);
+    /* Walsh-Hadamard rotation of x [d][16] along d (SPEC §2 step 1 order). */
+    void (*rotate)(float *x, int d);
+    void (*qk_int)(const cpu_qk_int_args *a);
+    /* s [nkeys][16] = scale * qt^T k^T; qt [d][16], k [nkeys][d]; nkeys % 8 == 0. */
+    void (*qk_f32)(const float *qt, const float *k, int nkeys, int d, float scale, float *s);
+    void (*softmax)(const cpu_softmax_args *a);
+    void (*pv_int)(const cpu_pv_int_args *a);
+    /* acc [d][16] = alpha * acc + sum_j p[j] v[j]; p [len][16], v [len][d]. */
+    void (*pv_f32)(const float *p, const float *v, int len, int d, const float *alpha, float *acc);
+} cpu_kernels;
+
+extern const cpu_kernels cpu_kernels_portable;
+#if defined(__x86_64__) || defined(__i386__)
+extern const cpu_kernels cpu_kernels_avx2;
+extern const cpu_kernels cpu_kernels_avx512;
+#endif
+
+
+#endif

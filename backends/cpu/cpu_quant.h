@@ -1,0 +1,51 @@
+/*
+ * Rotation and quantization of whole tiles, once each: K and V of every kv
+ * head before the attention pass (shared by all query tiles), Q per query
+ * tile, and the rows of mxa_quantize.
+ */
+#ifndef MXA_CPU_QUANT_H
+#define MXA_CPU_QUANT_H
+
+#include "../../runtime/backend.h"
+#include "cpu_kernels.h"
+#include "cpu_threads.h"
+
+/* The prepared K and V of one kv head (keys padded with zeros to nk_pad). */
+typedef struct cpu_head_kv {
+    int8_t *k;      /* QK int: [nk_pad][d] doubled codes */
+    int32_t *kcorr; /* QK int: [nk_pad][dblk] -12 * block code sum */
+    float *ksc;     /* QK int: [nk_pad][dblk] 2^(e - 2) */
+    float *kf;      /* QK fp32: [nk_pad][d] (rotated) K */
+    int8_t *vt;     /* PV int: [d][nk_pad] doubled codes, blocks along keys */
+    float *vsc;     /* PV int: [d][nk_pad / 32] 2^(e - 2) */
+    float *vf;      /* PV fp32: [nk_pad][d] V, or the decoded V^ */
+} cpu_head_kv;
+
+/* Everything the attention pass reads that does not depend on the query. */
+typedef struct cpu_prep {
+    const cpu_kernels *kern;
+    const mxa_attention_desc *desc;
+    cpu_rule rule;
+    int64_t b, h, hkv, nq, nk, d, nk_pad;
+    int qk_int, pv_int;
+    const float *q, *k, *v;
+    cpu_head_kv *heads; /* b * hkv */
+    void *arena;
+} cpu_prep;
+
+/* Allocates and fills prep->heads (in parallel on the pool). */
+mxa_status cpu_prep_kv(cpu_prep *prep, cpu_pool *pool);
+void cpu_prep_free(cpu_prep *prep);
+
+/* Loads, rotates and quantizes the 16 query rows [i0, i0 + 16) of head
+ * (b, h): into qp/qsc (int path) or x itself ([d][16], fp32 path). */
+void cpu_prep_q(const cpu_prep *prep, int64_t b, int64_t h, int64_t i0, float *x, uint32_t *qp, float *qsc);
+
+/* mxa_quantize: rows x d of x into packed codes and scale bytes. */
+mxa_status cpu_quantize_rows(const cpu_kernels *kern, cpu_pool *pool, const float *x, int64_t rows, int64_t d,
+                             mxa_rule rule, uint8_t *codes, uint8_t *scales);
+
+/* Thresholds of a valid rule. */
+cpu_rule cpu_rule_of(mxa_rule_kind kind, float q);
+
+#endif

@@ -1,0 +1,286 @@
+/*
+ * The CPU backend against the reference, on every instruction-set path this
+ * machine supports: tile quantization and rotation bit for bit, mxa_quantize
+ * bit for bit, attention over every switch within measured NMSE bounds.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backends/cpu/cpu_isa.h"
+#include "backends/cpu/cpu_quant.h"
+#include "runtime/hadamard.h"
+#include "runtime/mxfp4.h"
+#include "testutil.h"
+
+#define L CPU_LANES
+
+/* NMSE bounds vs the reference with the same Bc, set from measurement (see
+ * the report in the commit): the quantized recipes differ only where a
+ * one-ulp exp difference moves P~ or the row maximum; fp32 paths sum in a
+ * different order. */
+#define NMSE_QUANT 1e-9
+#define NMSE_FP32 1e-11
+
+static const char *isa_env[] = {"portable", "avx2", "avx512"};
+
+/* Values of every magnitude, exact E2M1 ties and rounding boundaries. */
+static float tricky(tu_rng *r, int i)
+{
+    static const float ties[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f, 7.25f, 1.8125f, 1.5f, 8.0f};
+    switch (i % 5) {
+    case 0: return (float)tu_normal(r);
+    case 1: return ldexpf(ties[tu_next(r) % 12], (int)(tu_next(r) % 20) - 10) * ((tu_next(r) & 1) ? -1.0f : 1.0f);
+    case 2: return ldexpf((float)tu_normal(r), (int)(tu_next(r) % 240) - 120);
+    case 3: return (tu_next(r) % 7 == 0) ? -0.0f : (float)tu_uniform(r) * 1e-3f;
+    default: return nextafterf(ldexpf(7.25f, (int)(tu_next(r) % 10) - 5), (tu_next(r) & 1) ? 0.0f : 100.0f);
+    }
+}
+
+static void test_quantize_tiles(void **state)
+{
+    (void)state;
+    tu_rng r = {7};
+    const mxa_rule rules[] = {mxa_rule_ocp(), mxa_rule_tfs(), mxa_rule_uos(), {MXA_RULE_CEIL, 8.0f}, {MXA_RULE_CEIL, 6.5f}};
+    enum { NB = 4 };
+    static float x[NB * 32 * L], dec[NB * 32 * L], col[32];
+    static uint8_t nib[NB * 32 * L], sb[NB * L];
+    static uint32_t packed[NB * CPU_WORDS * L];
+    static float scale[NB * L];
+    static int32_t sum[NB * L];
+    for (int isa = 0; isa < 3; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa)) continue;
+        const cpu_kernels *k = cpu_isa_kernels((cpu_isa)isa);
+        for (int rep = 0; rep < 40; rep++)
+            for (size_t ri = 0; ri < sizeof rules / sizeof rules[0]; ri++) {
+                for (int i = 0; i < NB * 32 * L; i++) x[i] = tricky(&r, i / L + rep);
+                if (rep == 3) x[5 * L + 2] = NAN; /* a NaN block in lane 2 */
+                if (rep == 4) for (int i = 0; i < 32; i++) x[i * L + 1] = 0.0f;
+                const cpu_quant_out out = {packed, scale, dec, nib, sb, sum};
+                k->quantize(x, NB, cpu_rule_of(rules[ri].kind, rules[ri].q), 0, &out);
+                for (int b = 0; b < NB; b++)
+                    for (int l = 0; l < L; l++) {
+                        uint8_t codes[32], s;
+                        for (int i = 0; i < 32; i++) col[i] = x[(b * 32 + i) * L + l];
+                        mxa_quantize_block(col, 32, rules[ri], codes, &s);
+                        assert_int_equal(sb[b * L + l], s);
+                        int32_t want_sum = 0;
+                        for (int i = 0; i < 32; i++) {
+                            assert_int_equal(nib[(b * 32 + i) * L + l], codes[i]);
+                            const uint32_t w = packed[(b * CPU_WORDS + i / 4) * L + l];
+                            assert_int_equal((int8_t)(w >> (8 * (i % 4))), s == 0xff ? 0 : mxa_e2m1_doubled[codes[i]]);
+                            want_sum += s == 0xff ? 0 : mxa_e2m1_doubled[codes[i]];
+                            const float want = mxa_decode(codes[i], s), got = dec[(b * 32 + i) * L + l];
+                            assert_true((isnan(want) && isnan(got)) || memcmp(&want, &got, 4) == 0);
+                        }
+                        assert_int_equal(sum[b * L + l], want_sum);
+                    }
+            }
+    }
+}
+
+static void test_rotate_tiles(void **state)
+{
+    (void)state;
+    tu_rng r = {11};
+    static float x[256 * L], row[256];
+    for (int isa = 0; isa < 3; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa)) continue;
+        for (int d = 32; d <= 256; d *= 2) {
+            tu_fill_normal(&r, x, d * L, 3.0f);
+            float copy[256 * L];
+            memcpy(copy, x, sizeof(float) * (size_t)d * L);
+            cpu_isa_kernels((cpu_isa)isa)->rotate(x, d);
+            for (int l = 0; l < L; l++) {
+                for (int c = 0; c < d; c++) row[c] = copy[c * L + l];
+                mxa_hadamard(row, d);
+                for (int c = 0; c < d; c++) assert_memory_equal(&row[c], &x[c * L + l], 4);
+            }
+        }
+    }
+}
+
+static mxa_device *open_cpu(mxa_runtime **rt, int isa, const char *threads)
+{
+    setenv("MXA_CPU_ISA", isa_env[isa], 1);
+    if (threads) setenv("MXA_NUM_THREADS", threads, 1); else unsetenv("MXA_NUM_THREADS");
+    mxa_device *dev = NULL;
+    assert_int_equal(mxa_runtime_create(NULL, rt), MXA_OK);
+    assert_int_equal(mxa_device_open(*rt, "cpu", &dev), MXA_OK);
+    mxa_device_info info;
+    assert_int_equal(mxa_device_info_of(dev, &info), MXA_OK);
+    return dev;
+}
+
+static void test_quantize_api(void **state)
+{
+    (void)state;
+    tu_rng r = {3};
+    const int64_t rows = 37, d = 200, nblk = 7;
+    float *x = malloc(sizeof(float) * rows * d);
+    uint8_t *codes = malloc((size_t)(rows * nblk * 16)), *sc = malloc((size_t)(rows * nblk));
+    uint8_t *rc = malloc((size_t)(rows * nblk * 16)), *rs = malloc((size_t)(rows * nblk));
+    for (int i = 0; i < rows * d; i++) x[i] = tricky(&r, i);
+    for (int64_t i = 0; i < rows; i++) mxa_quantize_row(x + i * d, d, mxa_rule_uos(), rc + i * nblk * 16, rs + i * nblk);
+    for (int isa = 0; isa < 3; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa)) continue;
+        mxa_runtime *rt;
+        mxa_device *dev = open_cpu(&rt, isa, NULL);
+        mxa_tensor t = tu_tensor(x, 1, 1, rows, d);
+        assert_int_equal(mxa_quantize(dev, &t, mxa_rule_uos(), codes, sc), MXA_OK);
+        assert_memory_equal(codes, rc, (size_t)(rows * nblk * 16));
+        assert_memory_equal(sc, rs, (size_t)(rows * nblk));
+        mxa_device_close(dev);
+        mxa_runtime_destroy(rt);
+    }
+    free(x); free(codes); free(sc); free(rc); free(rs);
+}
+
+typedef struct cfg {
+    const char *name;
+    mxa_recipe recipe;
+    int b, h, hkv, nq, nk, d, causal, bc;
+    int hadamard;       /* -1: the recipe's */
+    uint32_t quantize;  /* 0xff: the recipe's */
+    int placement;      /* -1: the recipe's */
+    float q;            /* > 0: CEIL rule with this q */
+} cfg;
+
+static const cfg cases[] = {
+    {"mxattention", MXA_RECIPE_MXATTENTION, 1, 2, 2, 96, 96, 64, 0, 64, -1, 0xff, -1, 0},
+    {"mxattention causal gqa", MXA_RECIPE_MXATTENTION, 2, 4, 2, 80, 80, 128, 1, 32, -1, 0xff, -1, 0},
+    {"mxattention tails", MXA_RECIPE_MXATTENTION, 1, 3, 1, 37, 75, 32, 0, 64, -1, 0xff, -1, 0},
+    {"mxattention causal nq<nk", MXA_RECIPE_MXATTENTION, 1, 2, 2, 21, 150, 64, 1, 64, -1, 0xff, -1, 0},
+    {"mxattention causal nq>nk", MXA_RECIPE_MXATTENTION, 1, 2, 1, 70, 40, 64, 1, 32, -1, 0xff, -1, 0},
+    {"mxattention d256 bc128", MXA_RECIPE_MXATTENTION, 1, 1, 1, 50, 300, 256, 0, 128, -1, 0xff, -1, 0},
+    {"ocp-direct", MXA_RECIPE_OCP_DIRECT, 1, 2, 2, 64, 100, 64, 0, 64, -1, 0xff, -1, 0},
+    {"ocp-direct causal d96", MXA_RECIPE_OCP_DIRECT, 1, 2, 1, 48, 48, 96, 1, 32, -1, 0xff, -1, 0},
+    {"fp32", MXA_RECIPE_FP32, 1, 2, 1, 50, 77, 64, 0, 64, -1, 0xff, -1, 0},
+    {"fp32 causal", MXA_RECIPE_FP32, 1, 2, 2, 64, 64, 128, 1, 128, -1, 0xff, -1, 0},
+    {"hadamard fp32", MXA_RECIPE_FP32, 1, 1, 1, 40, 70, 64, 0, 64, 1, 0xff, -1, 0},
+    {"qk only", MXA_RECIPE_MXATTENTION, 1, 2, 2, 40, 90, 64, 0, 64, -1, MXA_QUANT_QK, -1, 0},
+    {"v only", MXA_RECIPE_MXATTENTION, 1, 2, 2, 40, 90, 64, 0, 64, -1, MXA_QUANT_V, -1, 0},
+    {"p only direct", MXA_RECIPE_MXATTENTION, 1, 2, 2, 40, 90, 64, 0, 64, -1, MXA_QUANT_P, MXA_PLACEMENT_DIRECT, 0},
+    {"qk+p", MXA_RECIPE_MXATTENTION, 1, 2, 2, 40, 90, 64, 1, 64, -1, MXA_QUANT_QK | MXA_QUANT_P, -1, 0},
+    {"v+p no rotation", MXA_RECIPE_MXATTENTION, 1, 2, 2, 40, 90, 64, 0, 64, 0, MXA_QUANT_V | MXA_QUANT_P, -1, 0},
+    {"uos direct", MXA_RECIPE_MXATTENTION, 1, 2, 2, 64, 64, 64, 0, 32, -1, 0xff, MXA_PLACEMENT_DIRECT, 0},
+    {"tfs pnq", MXA_RECIPE_MXATTENTION, 1, 2, 2, 64, 64, 64, 1, 64, -1, 0xff, -1, 6.0f},
+    {"q=8 pnq", MXA_RECIPE_MXATTENTION, 1, 2, 2, 64, 64, 64, 0, 64, -1, 0xff, -1, 8.0f},
+};
+
+static void run_case(const cfg *c, int isa, const char *threads, double *nmse_out, float *o_out)
+{
+    tu_rng r = {1234};
+    const int64_t nq = (int64_t)c->b * c->h * c->nq * c->d, nk = (int64_t)c->b * c->hkv * c->nk * c->d;
+    const int64_t rows = (int64_t)c->b * c->h * c->nq;
+    float *q = malloc(sizeof(float) * nq), *k = malloc(sizeof(float) * nk), *v = malloc(sizeof(float) * nk);
+    float *o = malloc(sizeof(float) * nq), *ro = malloc(sizeof(float) * nq);
+    float *lse = malloc(sizeof(float) * rows), *rlse = malloc(sizeof(float) * rows);
+    tu_fill_attention(&r, q, k, v, c->b, c->h, c->hkv, c->nq, c->nk, c->d);
+    mxa_attention_desc desc;
+    assert_int_equal(mxa_attention_desc_init(&desc, c->recipe), MXA_OK);
+    if (c->hadamard >= 0) desc.hadamard = c->hadamard;
+    if (c->quantize != 0xff) desc.quantize = c->quantize;
+    if (c->placement >= 0) desc.placement = (mxa_placement)c->placement;
+    if (c->q > 0) desc.rule = (mxa_rule){MXA_RULE_CEIL, c->q};
+    desc.causal = c->causal;
+    desc.bc = c->bc;
+    mxa_tensor tq = tu_tensor(q, c->b, c->h, c->nq, c->d), tk = tu_tensor(k, c->b, c->hkv, c->nk, c->d);
+    mxa_tensor tv = tu_tensor(v, c->b, c->hkv, c->nk, c->d), to = tu_tensor(o, c->b, c->h, c->nq, c->d);
+    mxa_tensor tro = tu_tensor(ro, c->b, c->h, c->nq, c->d);
+    mxa_tensor tl = tu_tensor(lse, c->b, c->h, c->nq, 1), trl = tu_tensor(rlse, c->b, c->h, c->nq, 1);
+    assert_int_equal(mxa_reference_attention(&desc, c->bc, &tq, &tk, &tv, &tro, &trl, NULL), MXA_OK);
+    mxa_runtime *rt;
+    mxa_device *dev = open_cpu(&rt, isa, threads);
+    mxa_attention_info info;
+    assert_int_equal(mxa_attention(dev, &desc, &tq, &tk, &tv, &to, &tl, &info), MXA_OK);
+    assert_int_equal(info.bc, c->bc);
+    *nmse_out = tu_nmse(o, ro, nq);
+    for (int64_t i = 0; i < rows; i++) {
+        if (isinf(rlse[i])) {
+            assert_true(isinf(lse[i]) && lse[i] < 0);
+        } else {
+            assert_true(fabsf(lse[i] - rlse[i]) <= 1e-5f * (1.0f + fabsf(rlse[i])));
+        }
+    }
+    if (o_out) memcpy(o_out, o, sizeof(float) * nq);
+    mxa_device_close(dev);
+    mxa_runtime_destroy(rt);
+    free(q); free(k); free(v); free(o); free(ro); free(lse); free(rlse);
+}
+
+static void test_attention_matches_reference(void **state)
+{
+    (void)state;
+    for (int isa = 0; isa < 3; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa)) continue;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const cfg *c = &cases[i];
+            double nmse;
+            run_case(c, isa, NULL, &nmse, NULL);
+            const int fp32_path = c->recipe == MXA_RECIPE_FP32 || c->quantize != 0xff;
+            printf("  %-8s %-26s nmse %.3e\n", isa_env[isa], c->name, nmse);
+            assert_true(nmse <= (fp32_path ? NMSE_FP32 : NMSE_QUANT));
+        }
+    }
+}
+
+/* Items are independent, so the thread count must not change a bit. */
+static void test_threads_deterministic(void **state)
+{
+    (void)state;
+    const cfg *c = &cases[1];
+    const int64_t n = (int64_t)c->b * c->h * c->nq * c->d;
+    float *o1 = malloc(sizeof(float) * n), *o3 = malloc(sizeof(float) * n);
+    double nmse;
+    const int isa = cpu_isa_supported(CPU_ISA_AVX512) ? 2 : cpu_isa_supported(CPU_ISA_AVX2) ? 1 : 0;
+    run_case(c, isa, "1", &nmse, o1);
+    run_case(c, isa, "3", &nmse, o3);
+    assert_memory_equal(o1, o3, sizeof(float) * n);
+    free(o1);
+    free(o3);
+}
+
+/* PNQ with V = 1 gives O = 1 in every row (SPEC §2 invariant). */
+static void test_pnq_ones(void **state)
+{
+    (void)state;
+    enum { N = 100, D = 64 };
+    static float q[N * D], k[N * D], v[N * D], o[N * D];
+    tu_rng r = {5};
+    tu_fill_attention(&r, q, k, v, 1, 1, 1, N, N, D);
+    for (int i = 0; i < N * D; i++) v[i] = 1.0f;
+    for (int isa = 0; isa < 3; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa)) continue;
+        mxa_runtime *rt;
+        mxa_device *dev = open_cpu(&rt, isa, NULL);
+        mxa_attention_desc desc;
+        mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION);
+        desc.causal = 1;
+        mxa_tensor tq = tu_tensor(q, 1, 1, N, D), tk = tu_tensor(k, 1, 1, N, D), tv = tu_tensor(v, 1, 1, N, D);
+        mxa_tensor to = tu_tensor(o, 1, 1, N, D);
+        assert_int_equal(mxa_attention(dev, &desc, &tq, &tk, &tv, &to, NULL, NULL), MXA_OK);
+        for (int i = 0; i < N * D; i++) assert_true(fabsf(o[i] - 1.0f) < 1e-6f);
+        mxa_device_close(dev);
+        mxa_runtime_destroy(rt);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quantize_tiles),
+        cmocka_unit_test(test_rotate_tiles),
+        cmocka_unit_test(test_quantize_api),
+        cmocka_unit_test(test_attention_matches_reference),
+        cmocka_unit_test(test_threads_deterministic),
+        cmocka_unit_test(test_pnq_ones),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
