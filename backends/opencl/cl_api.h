@@ -1,0 +1,71 @@
+/*
+ * The OpenCL entry points mxa uses, resolved from libOpenCL.so.1 with dlopen
+ * so that a machine without an ICD loader still runs mxa (the backend is then
+ * absent, with the reason). Only the headers are a build-time dependency.
+ */
+#ifndef MXA_OPENCL_CL_API_H
+#define MXA_OPENCL_CL_API_H
+
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+
+#include "mxa/mxa.h"
+
+/* Our own pointer types: the headers mark some 1.2 entry points deprecated. */
+typedef struct mxa_cl_api {
+    cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
+    cl_int (*GetPlatformInfo)(cl_platform_id, cl_platform_info, size_t, void *, size_t *);
+    cl_int (*GetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
+    cl_int (*GetDeviceInfo)(cl_device_id, cl_device_info, size_t, void *, size_t *);
+    cl_context (*CreateContext)(const cl_context_properties *, cl_uint, const cl_device_id *,
+                                void(CL_CALLBACK *)(const char *, const void *, size_t, void *),
+                                void *, cl_int *);
+    cl_int (*ReleaseContext)(cl_context);
+    cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties,
+                                           cl_int *);
+    cl_int (*ReleaseCommandQueue)(cl_command_queue);
+    cl_mem (*CreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
+    cl_int (*ReleaseMemObject)(cl_mem);
+    cl_int (*EnqueueWriteBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *,
+                                 cl_uint, const cl_event *, cl_event *);
+    cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint,
+                                const cl_event *, cl_event *);
+    cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *,
+                                          cl_int *);
+    cl_program (*CreateProgramWithBinary)(cl_context, cl_uint, const cl_device_id *,
+                                          const size_t *, const unsigned char **, cl_int *,
+                                          cl_int *);
+    cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id *, const char *,
+                           void(CL_CALLBACK *)(cl_program, void *), void *);
+    cl_int (*GetProgramInfo)(cl_program, cl_program_info, size_t, void *, size_t *);
+    cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_program_build_info, size_t, void *,
+                                  size_t *);
+    cl_int (*ReleaseProgram)(cl_program);
+    cl_kernel (*CreateKernel)(cl_program, const char *, cl_int *);
+    cl_int (*ReleaseKernel)(cl_kernel);
+    cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
+    cl_int (*GetKernelWorkGroupInfo)(cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t,
+                                     void *, size_t *);
+    cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *,
+                                   const size_t *, const size_t *, cl_uint, const cl_event *,
+                                   cl_event *);
+    cl_int (*Finish)(cl_command_queue);
+    cl_int (*WaitForEvents)(cl_uint, const cl_event *);
+    cl_int (*GetEventProfilingInfo)(cl_event, cl_profiling_info, size_t, void *, size_t *);
+    cl_int (*ReleaseEvent)(cl_event);
+} mxa_cl_api;
+
+/* Loads the ICD loader (MXA_OPENCL_LIBRARY, else libOpenCL.so.1, else
+ * libOpenCL.so) once per process and returns its table. On failure returns
+ * MXA_ERR_NOT_FOUND and writes why into `reason`. Thread-safe. */
+mxa_status mxa_cl_load(const mxa_cl_api **api, char *reason, size_t reason_size);
+
+/* The name of an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
+const char *mxa_cl_error_name(cl_int err);
+
+/* Records "<what>: <CL error name> (<code>)" as the error and returns MXA_ERR_BACKEND
+ * (MXA_ERR_OUT_OF_MEMORY for the allocation failures). */
+mxa_status mxa_cl_fail(cl_int err, const char *what);
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * Attention on an OpenCL device: prepare Q, K, V (prep.cl), then run the
+ * chosen variant's kernel. Kernel time comes from event profiling: from the
+ * first preparation kernel's start to the attention kernel's end.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cl_internal.h"
+#include "hadamard.h"
+#include "log.h"
+#include "status.h"
+
+#define MAX_EVENTS 8
+
+/* Shapes of one call, in the kernels' int arguments. */
+typedef struct shape {
+    cl_int b, h, hkv, nq, nk, d, nq_pad, nk_pad;
+} shape;
+
+/* Everything the variants share: device inputs, output, lse, events. */
+typedef struct run {
+    cl_impl *d;
+    const mxa_attention_call *call;
+    shape s;
+    cl_rule_args rule;
+    cl_mem q, k, v, o, lse;
+    cl_ulong q_off, k_off, v_off, o_off;
+    cl_event events[MAX_EVENTS];
+    int nevents;
+} run;
+
+/* Tiled-kernel geometry that fits the device's local memory. */
+typedef struct tiled_cfg {
+    int br, kc, vc;
+    size_t local_bytes;
+} tiled_cfg;
+
+static size_t tiled_local_bytes(int d, int bc, int br, int kc, int vc)
+{
+    const size_t chunk = (size_t)(kc * bc > vc * d ? kc * bc : vc * d);
+    return 4u * ((size_t)d * br + chunk + (size_t)br * (bc + 1) + 3u * br + 3u * br * (bc / 32));
+}
+
+static mxa_status tiled_config(const cl_impl *d, int dim, int bc, tiled_cfg *cfg)
+{
+    static const int brs[2] = {32, 16}, vcs[4] = {32, 16, 8, 4};
+    for (int i = 0; i < 2; i++) {
+        const int br = brs[i], tc = 128 / (br / 4);
+        if (bc % tc != 0 || bc / tc > 16) continue; /* keys per work-item: whole, and registers bounded */
+        for (int j = 0; j < 4; j++) {
+            int kc = 32;
+            while (kc > 1 && kc * bc > vcs[j] * dim) kc /= 2; /* K stage no larger than the V stage */
+            const size_t bytes = tiled_local_bytes(dim, bc, br, kc, vcs[j]);
+            if (bytes + 256u <= d->desc.local_mem) {
+                cfg->br = br;
+                cfg->kc = kc;
+                cfg->vc = vcs[j];
+                cfg->local_bytes = bytes;
+                return MXA_OK;
+            }
+        }
+    }
+    return mxa_fail(MXA_ERR_UNSUPPORTED, "opencl cl-tiled: bc=%d with D=%d does not fit %zu bytes of local memory "
+                    "(or exceeds 512 keys per tile); use a smaller bc", bc, dim, d->desc.local_mem);
+}
+
+/* Rotation/quantization of Q (rows [bh][nq_pad][D]) and K (transposed [bh][D][nk_pad]), and V. */
+static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
+{
+    cl_impl *d = r->d;
+    const mxa_attention_desc *desc = &r->call->desc;
+    const cl_int had = desc->hadamard != 0, qk = (desc->quantize & MXA_QUANT_QK) != 0,
+                 qv = (desc->quantize & MXA_QUANT_V) != 0;
+    const cl_float norm = desc->hadamard ? mxa_hadamard_norm(r->s.d) : 1.0f;
+    cl_program prog = NULL;
+    cl_kernel kqk = NULL, kv = NULL;
+    mxa_status st;
+    if ((st = mxa_cl_program(d, CL_FAMILY_PREP, "-cl-std=CL1.2", &prog)) ||
+        (st = mxa_cl_kernel(d, prog, "mxa_prep_qk", &kqk)) || (st = mxa_cl_kernel(d, prog, "mxa_prep_v", &kv)))
+        goto out;
+    for (int which = 0; which < 2 && !st; which++) {
+        const cl_mem src = which ? r->k : r->q, dst = which ? kp : qp;
+        const cl_ulong off = which ? r->k_off : r->q_off;
+        const cl_int n = which ? r->s.nk : r->s.nq, n_pad = which ? r->s.nk_pad : r->s.nq_pad, transpose = which;
+        cl_args a = {d->cl, kqk, 0, CL_SUCCESS};
+        mxa_cl_arg(&a, sizeof src, &src);
+        mxa_cl_arg(&a, sizeof off, &off);
+        mxa_cl_arg(&a, sizeof n, &n);
+        mxa_cl_arg(&a, sizeof n_pad, &n_pad);
+        mxa_cl_arg(&a, sizeof norm, &norm);
+        mxa_cl_arg(&a, sizeof had, &had);
+        mxa_cl_arg(&a, sizeof qk, &qk);
+        mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
+        mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
+        mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+        mxa_cl_arg(&a, sizeof transpose, &transpose);
+        mxa_cl_arg(&a, sizeof dst, &dst);
+        const size_t heads = (size_t)r->s.b * (which ? r->s.hkv : r->s.h);
+        const size_t global[2] = {(size_t)r->s.d * (size_t)n_pad, heads}, local[2] = {(size_t)r->s.d, 1};
+        st = mxa_cl_launch(d, &a, 2, global, local, r->events, &r->nevents, "mxa_prep_qk");
+    }
+    if (st) goto out;
+    cl_args a = {d->cl, kv, 0, CL_SUCCESS};
+    mxa_cl_arg(&a, sizeof r->v, &r->v);
+    mxa_cl_arg(&a, sizeof r->v_off, &r->v_off);
+    mxa_cl_arg(&a, sizeof r->s.nk, &r->s.nk);
+    mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
+    mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
+    mxa_cl_arg(&a, sizeof qv, &qv);
+    mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
+    mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
+    mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+    mxa_cl_arg(&a, sizeof vp, &vp);
+    const size_t global[3] = {(size_t)r->s.d, (size_t)r->s.nk_pad / 32, (size_t)r->s.b * r->s.hkv};
+    st = mxa_cl_launch(d, &a, 3, global, NULL, r->events, &r->nevents, "mxa_prep_v");
+out:
+    if (kqk) d->cl->ReleaseKernel(kqk);
+    if (kv) d->cl->ReleaseKernel(kv);
+    return st;
+}
+
+static mxa_status run_tiled(run *r)
+{
+    cl_impl *d = r->d;
+    const mxa_attention_call *call = r->call;
+    tiled_cfg cfg = {0, 0, 0, 0};
+    mxa_status st = tiled_config(d, r->s.d, call->bc, &cfg);
+    if (st) return st;
+    r->s.nq_pad = (r->s.nq + cfg.br - 1) / cfg.br * cfg.br;
+    r->s.nk_pad = (r->s.nk + call->bc - 1) / call->bc * call->bc;
+    cl_mem qp = NULL, kp = NULL, vp = NULL;
+    cl_program prog = NULL;
+    cl_kernel k = NULL;
+    char options[256];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d -DMXA_BR=%d -DMXA_KC=%d -DMXA_VC=%d",
+             r->s.d, call->bc, cfg.br, cfg.kc, cfg.vc);
+    const size_t f = sizeof(float);
+    if ((st = mxa_cl_scratch(d, SCRATCH_QP, (size_t)r->s.b * r->s.h * r->s.nq_pad * r->s.d * f, &qp)) ||
+        (st = mxa_cl_scratch(d, SCRATCH_KP, (size_t)r->s.b * r->s.hkv * r->s.nk_pad * r->s.d * f, &kp)) ||
+        (st = mxa_cl_scratch(d, SCRATCH_VP, (size_t)r->s.b * r->s.hkv * r->s.nk_pad * r->s.d * f, &vp)) ||
+        (st = mxa_cl_program(d, CL_FAMILY_TILED, options, &prog)) ||
+        (st = mxa_cl_kernel(d, prog, "mxa_attention_tiled", &k)) || (st = prep_float(r, qp, kp, vp)))
+        goto out;
+    const cl_int has_lse = call->lse != NULL, causal = call->desc.causal != 0,
+                 quant_p = (call->desc.quantize & MXA_QUANT_P) != 0,
+                 pnq = call->desc.placement == MXA_PLACEMENT_PNQ;
+    const cl_float scale = call->desc.scale;
+    cl_args a = {d->cl, k, 0, CL_SUCCESS};
+    mxa_cl_arg(&a, sizeof qp, &qp);
+    mxa_cl_arg(&a, sizeof kp, &kp);
+    mxa_cl_arg(&a, sizeof vp, &vp);
+    mxa_cl_arg(&a, sizeof r->o, &r->o);
+    mxa_cl_arg(&a, sizeof r->o_off, &r->o_off);
+    mxa_cl_arg(&a, sizeof r->lse, &r->lse);
+    mxa_cl_arg(&a, sizeof has_lse, &has_lse);
+    mxa_cl_arg(&a, sizeof r->s.h, &r->s.h);
+    mxa_cl_arg(&a, sizeof r->s.hkv, &r->s.hkv);
+    mxa_cl_arg(&a, sizeof r->s.nq, &r->s.nq);
+    mxa_cl_arg(&a, sizeof r->s.nk, &r->s.nk);
+    mxa_cl_arg(&a, sizeof r->s.nq_pad, &r->s.nq_pad);
+    mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
+    mxa_cl_arg(&a, sizeof scale, &scale);
+    mxa_cl_arg(&a, sizeof causal, &causal);
+    mxa_cl_arg(&a, sizeof quant_p, &quant_p);
+    mxa_cl_arg(&a, sizeof pnq, &pnq);
+    mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
+    mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
+    mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+    const size_t global[2] = {128u * (size_t)(r->s.nq_pad / cfg.br), (size_t)r->s.b * r->s.h};
+    const size_t local[2] = {128, 1};
+    st = mxa_cl_launch(d, &a, 2, global, local, r->events, &r->nevents, "mxa_attention_tiled");
+out:
+    if (k) d->cl->ReleaseKernel(k);
+    return st;
+}
+
+mxa_status mxa_cl_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info)
+{
+    cl_impl *d = impl;
+    run r;
+    memset(&r, 0, sizeof r);
+    r.d = d;
+    r.call = call;
+    const int64_t rows = call->q.b * call->q.h * call->q.n;
+    if (call->q.n > INT32_MAX / 2 || call->k.n > INT32_MAX / 2 || call->q.b * call->q.h > INT32_MAX)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "opencl attention: shape too large for one launch");
+    r.s = (shape){(cl_int)call->q.b, (cl_int)call->q.h, (cl_int)call->k.h, (cl_int)call->q.n,
+                  (cl_int)call->k.n, (cl_int)call->q.d, 0, 0};
+    r.rule = mxa_cl_rule_args(call->desc.rule);
+    mxa_status st;
+    if ((st = mxa_cl_array_in(d, &call->q, SCRATCH_Q, &r.q, &r.q_off)) ||
+        (st = mxa_cl_array_in(d, &call->k, SCRATCH_K, &r.k, &r.k_off)) ||
+        (st = mxa_cl_array_in(d, &call->v, SCRATCH_V, &r.v, &r.v_off)))
+        goto out;
+    if (call->o.buffer) {
+        const cl_buffer *b = call->o.buffer;
+        r.o = b->mem;
+        r.o_off = call->o.offset / sizeof(float);
+    } else if ((st = mxa_cl_scratch(d, SCRATCH_O, (size_t)rows * call->q.d * sizeof(float), &r.o))) {
+        goto out;
+    }
+    if ((st = mxa_cl_scratch(d, SCRATCH_LSE, (size_t)rows * sizeof(float), &r.lse))) goto out;
+
+    cl_variant v = d->desc.variant;
+    st = run_tiled(&r);
+    if (st) goto out;
+    cl_int err = CL_SUCCESS;
+    if (call->o.host)
+        err = d->cl->EnqueueReadBuffer(d->queue, r.o, CL_TRUE, 0, (size_t)rows * call->q.d * sizeof(float),
+                                       call->o.host, 0, NULL, NULL);
+    if (err == CL_SUCCESS && call->lse)
+        err = d->cl->EnqueueReadBuffer(d->queue, r.lse, CL_TRUE, 0, (size_t)rows * sizeof(float), call->lse, 0,
+                                       NULL, NULL);
+    if (err != CL_SUCCESS) {
+        st = mxa_cl_fail(err, "clEnqueueReadBuffer (output)");
+        goto out;
+    }
+    v = CL_VARIANT_TILED;
+    snprintf(info->variant, sizeof info->variant, "%s", mxa_cl_variant_names[v]);
+    info->kernel_seconds = mxa_cl_events_seconds(d, r.events, r.nevents);
+    r.nevents = 0;
+out:
+    d->cl->Finish(d->queue); /* host inputs must outlive queued uploads, also on failure */
+    for (int i = 0; i < r.nevents; i++) d->cl->ReleaseEvent(r.events[i]);
+    return st;
+}

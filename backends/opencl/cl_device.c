@@ -1,0 +1,130 @@
+/* Opening a device (context + profiling queue) and its buffers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_internal.h"
+#include "log.h"
+#include "status.h"
+
+mxa_status mxa_cl_open(const mxa_probed_device *device, void **impl)
+{
+    const cl_device_desc *dd = device->probe_data;
+    if (!dd) return mxa_fail(MXA_ERR_INTERNAL, "opencl: device has no probe data");
+    cl_impl *d = calloc(1, sizeof *d);
+    if (!d) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+    mxa_status st = MXA_OK;
+    cl_int err = CL_SUCCESS;
+    d->desc = *dd;
+    d->cl = dd->api;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dd->platform, 0};
+    d->context = d->cl->CreateContext(props, 1, &dd->device, NULL, NULL, &err);
+    if (!d->context) {
+        st = mxa_cl_fail(err, "clCreateContext");
+        goto out;
+    }
+    d->queue = d->cl->CreateCommandQueue(d->context, dd->device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (!d->queue) {
+        st = mxa_cl_fail(err, "clCreateCommandQueue");
+        goto out;
+    }
+out:
+    if (st) {
+        mxa_cl_close(d);
+        return st;
+    }
+    *impl = d;
+    return MXA_OK;
+}
+
+void mxa_cl_close(void *impl)
+{
+    cl_impl *d = impl;
+    if (!d) return;
+    if (d->queue) d->cl->Finish(d->queue);
+    for (int i = 0; i < SCRATCH_COUNT; i++)
+        if (d->scratch[i].mem) d->cl->ReleaseMemObject(d->scratch[i].mem);
+    for (int i = 0; i < d->program_count; i++) d->cl->ReleaseProgram(d->programs[i].program);
+    if (d->queue) d->cl->ReleaseCommandQueue(d->queue);
+    if (d->context) d->cl->ReleaseContext(d->context);
+    free(d);
+}
+
+mxa_status mxa_cl_buffer_create(void *impl, size_t bytes, void **buffer)
+{
+    cl_impl *d = impl;
+    cl_int err = CL_SUCCESS;
+    cl_buffer *b = calloc(1, sizeof *b);
+    if (!b) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+    b->mem = d->cl->CreateBuffer(d->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (!b->mem) {
+        free(b);
+        return mxa_cl_fail(err, "clCreateBuffer");
+    }
+    b->bytes = bytes;
+    *buffer = b;
+    return MXA_OK;
+}
+
+void mxa_cl_buffer_destroy(void *impl, void *buffer)
+{
+    cl_impl *d = impl;
+    cl_buffer *b = buffer;
+    if (!b) return;
+    d->cl->ReleaseMemObject(b->mem);
+    free(b);
+}
+
+mxa_status mxa_cl_buffer_upload(void *impl, void *buffer, size_t offset, const void *src, size_t bytes)
+{
+    cl_impl *d = impl;
+    cl_buffer *b = buffer;
+    cl_int err = d->cl->EnqueueWriteBuffer(d->queue, b->mem, CL_TRUE, offset, bytes, src, 0, NULL, NULL);
+    return err == CL_SUCCESS ? MXA_OK : mxa_cl_fail(err, "clEnqueueWriteBuffer");
+}
+
+mxa_status mxa_cl_buffer_download(void *impl, void *buffer, size_t offset, void *dst, size_t bytes)
+{
+    cl_impl *d = impl;
+    cl_buffer *b = buffer;
+    cl_int err = d->cl->EnqueueReadBuffer(d->queue, b->mem, CL_TRUE, offset, bytes, dst, 0, NULL, NULL);
+    return err == CL_SUCCESS ? MXA_OK : mxa_cl_fail(err, "clEnqueueReadBuffer");
+}
+
+mxa_status mxa_cl_scratch(cl_impl *d, int slot, size_t bytes, cl_mem *mem)
+{
+    cl_scratch *s = &d->scratch[slot];
+    if (bytes == 0) bytes = 4;
+    if (s->mem && s->bytes >= bytes) {
+        *mem = s->mem;
+        return MXA_OK;
+    }
+    if (s->mem) {
+        /* queued kernels may still use the old buffer: release only after them */
+        d->cl->Finish(d->queue);
+        d->cl->ReleaseMemObject(s->mem);
+        s->mem = NULL;
+        s->bytes = 0;
+    }
+    cl_int err = CL_SUCCESS;
+    s->mem = d->cl->CreateBuffer(d->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (!s->mem) return mxa_cl_fail(err, "clCreateBuffer (scratch)");
+    s->bytes = bytes;
+    *mem = s->mem;
+    return MXA_OK;
+}
+
+mxa_status mxa_cl_array_in(cl_impl *d, const mxa_array *a, int slot, cl_mem *mem, cl_ulong *offset)
+{
+    const size_t bytes = (size_t)(a->b * a->h * a->n * a->d) * sizeof(float);
+    if (a->buffer) {
+        const cl_buffer *b = a->buffer;
+        *mem = b->mem;
+        *offset = a->offset / sizeof(float);
+        return MXA_OK;
+    }
+    mxa_status st = mxa_cl_scratch(d, slot, bytes, mem);
+    if (st) return st;
+    *offset = 0;
+    cl_int err = d->cl->EnqueueWriteBuffer(d->queue, *mem, CL_FALSE, 0, bytes, a->host, 0, NULL, NULL);
+    return err == CL_SUCCESS ? MXA_OK : mxa_cl_fail(err, "clEnqueueWriteBuffer (input)");
+}

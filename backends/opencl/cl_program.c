@@ -1,0 +1,184 @@
+/*
+ * Programs: built per device from the embedded sources with -D options, kept
+ * in memory for the device's life, and their binaries cached on disk
+ * (runtime/cache.h) keyed by platform, device, driver, source hash and options.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "cl_internal.h"
+#include "log.h"
+#include "status.h"
+
+extern const char mxa_cl_mxfp4[], mxa_cl_prep[], mxa_cl_attention_tiled[], mxa_cl_attention_mma[];
+extern const size_t mxa_cl_mxfp4_size, mxa_cl_prep_size, mxa_cl_attention_tiled_size, mxa_cl_attention_mma_size;
+
+/* Each program is the shared MXFP4 helpers followed by its family's file. */
+static void family_sources(int family, const char *src[2], size_t len[2])
+{
+    src[0] = mxa_cl_mxfp4;
+    len[0] = mxa_cl_mxfp4_size;
+    switch (family) {
+    case CL_FAMILY_TILED: src[1] = mxa_cl_attention_tiled; len[1] = mxa_cl_attention_tiled_size; break;
+    case CL_FAMILY_MMA: src[1] = mxa_cl_attention_mma; len[1] = mxa_cl_attention_mma_size; break;
+    default: src[1] = mxa_cl_prep; len[1] = mxa_cl_prep_size; break;
+    }
+}
+
+static void cache_key(const cl_impl *d, int family, const char *options, char *key, size_t size)
+{
+    const char *src[2];
+    size_t len[2];
+    family_sources(family, src, len);
+    uint64_t h = mxa_hash64(src[0], len[0], MXA_HASH_SEED);
+    h = mxa_hash64(src[1], len[1], h);
+    char name[MXA_NAME_LEN] = "";
+    d->cl->GetDeviceInfo(d->desc.device, CL_DEVICE_NAME, sizeof name, name, NULL);
+    name[sizeof name - 1] = '\0';
+    snprintf(key, size, "opencl|%s|%s|%s|src=%016llx|%s", d->desc.platform_name, name, d->desc.driver_version,
+             (unsigned long long)h, options);
+}
+
+/* Logs the build log of a failed build (one line per log line at warn level). */
+static void log_build_failure(cl_impl *d, cl_program program, const char *options)
+{
+    size_t size = 0;
+    d->cl->GetProgramBuildInfo(program, d->desc.device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size);
+    char *log = size ? malloc(size + 1) : NULL;
+    if (log && d->cl->GetProgramBuildInfo(program, d->desc.device, CL_PROGRAM_BUILD_LOG, size, log, NULL) == CL_SUCCESS) {
+        log[size] = '\0';
+        MXA_LOG_W("opencl: build with '%s' failed:\n%.4000s", options, log);
+    }
+    free(log);
+}
+
+static mxa_status build(cl_impl *d, cl_program program, const char *options, const char *what)
+{
+    cl_int err = d->cl->BuildProgram(program, 1, &d->desc.device, options, NULL, NULL);
+    if (err == CL_SUCCESS) return MXA_OK;
+    log_build_failure(d, program, options);
+    return mxa_cl_fail(err, what);
+}
+
+/* A program from a cached binary, or NULL (a bad entry is ignored, never trusted). */
+static cl_program from_cache(cl_impl *d, const char *key, const char *options)
+{
+    void *bin = NULL;
+    size_t size = 0;
+    if (mxa_cache_load("opencl-binary", key, &bin, &size) != MXA_OK) return NULL;
+    cl_int err = CL_SUCCESS, status = CL_SUCCESS;
+    const unsigned char *ptr = bin;
+    cl_program p = d->cl->CreateProgramWithBinary(d->context, 1, &d->desc.device, &size, &ptr, &status, &err);
+    free(bin);
+    if (!p || err != CL_SUCCESS || status != CL_SUCCESS) {
+        MXA_LOG_I("opencl: cached binary rejected (%s); rebuilding", mxa_cl_error_name(err ? err : status));
+        if (p) d->cl->ReleaseProgram(p);
+        return NULL;
+    }
+    if (d->cl->BuildProgram(p, 1, &d->desc.device, options, NULL, NULL) != CL_SUCCESS) {
+        MXA_LOG_I("opencl: cached binary did not build; rebuilding");
+        d->cl->ReleaseProgram(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void to_cache(cl_impl *d, cl_program p, const char *key)
+{
+    size_t size = 0;
+    if (d->cl->GetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || size == 0)
+        return;
+    unsigned char *bin = malloc(size);
+    if (!bin) return;
+    if (d->cl->GetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
+        (void)mxa_cache_store("opencl-binary", key, bin, size); /* failure to cache is not fatal */
+    free(bin);
+}
+
+mxa_status mxa_cl_program(cl_impl *d, int family, const char *options, cl_program *out)
+{
+    for (int i = 0; i < d->program_count; i++)
+        if (d->programs[i].family == family && strcmp(d->programs[i].options, options) == 0) {
+            *out = d->programs[i].program;
+            return MXA_OK;
+        }
+    if (strlen(options) >= sizeof d->programs[0].options)
+        return mxa_fail(MXA_ERR_INTERNAL, "opencl: build options too long");
+    if (d->program_count == CL_MAX_PROGRAMS) {
+        /* keep memory bounded: drop the oldest program (its kernels are created per call) */
+        d->cl->Finish(d->queue);
+        d->cl->ReleaseProgram(d->programs[0].program);
+        memmove(&d->programs[0], &d->programs[1], sizeof d->programs[0] * (CL_MAX_PROGRAMS - 1));
+        d->program_count--;
+    }
+    char key[1024];
+    cache_key(d, family, options, key, sizeof key);
+    cl_program p = from_cache(d, key, options);
+    if (!p) {
+        const char *src[2];
+        size_t len[2];
+        family_sources(family, src, len);
+        cl_int err = CL_SUCCESS;
+        p = d->cl->CreateProgramWithSource(d->context, 2, src, len, &err);
+        if (!p) return mxa_cl_fail(err, "clCreateProgramWithSource");
+        mxa_status st = build(d, p, options, "clBuildProgram");
+        if (st) {
+            d->cl->ReleaseProgram(p);
+            return st;
+        }
+        to_cache(d, p, key);
+    }
+    cl_built *b = &d->programs[d->program_count++];
+    b->family = family;
+    snprintf(b->options, sizeof b->options, "%s", options);
+    b->program = p;
+    *out = p;
+    return MXA_OK;
+}
+
+mxa_status mxa_cl_kernel(cl_impl *d, cl_program program, const char *name, cl_kernel *out)
+{
+    cl_int err = CL_SUCCESS;
+    *out = d->cl->CreateKernel(program, name, &err);
+    if (!*out) return mxa_cl_fail(err, name);
+    return MXA_OK;
+}
+
+void mxa_cl_arg(cl_args *a, size_t size, const void *value)
+{
+    if (a->err == CL_SUCCESS) a->err = a->cl->SetKernelArg(a->kernel, a->next, size, value);
+    a->next++;
+}
+
+mxa_status mxa_cl_launch(cl_impl *d, cl_args *a, cl_uint dims, const size_t *global, const size_t *local,
+                         cl_event *events, int *event_count, const char *what)
+{
+    if (a->err != CL_SUCCESS) return mxa_cl_fail(a->err, "clSetKernelArg");
+    cl_event ev = NULL;
+    cl_int err = d->cl->EnqueueNDRangeKernel(d->queue, a->kernel, dims, NULL, global, local, 0, NULL,
+                                             events ? &ev : NULL);
+    if (err != CL_SUCCESS) return mxa_cl_fail(err, what);
+    if (events) events[(*event_count)++] = ev;
+    return MXA_OK;
+}
+
+double mxa_cl_events_seconds(cl_impl *d, cl_event *events, int count)
+{
+    cl_ulong first = 0, last = 0;
+    int ok = count > 0;
+    if (ok && d->cl->WaitForEvents((cl_uint)count, events) != CL_SUCCESS) ok = 0;
+    for (int i = 0; i < count; i++) {
+        cl_ulong start = 0, end = 0;
+        if (ok && (d->cl->GetEventProfilingInfo(events[i], CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) ||
+                   d->cl->GetEventProfilingInfo(events[i], CL_PROFILING_COMMAND_END, sizeof end, &end, NULL)))
+            ok = 0;
+        if (ok) {
+            if (i == 0 || start < first) first = start;
+            if (end > last) last = end;
+        }
+        d->cl->ReleaseEvent(events[i]);
+    }
+    return ok && last >= first ? (double)(last - first) * 1e-9 : -1.0;
+}

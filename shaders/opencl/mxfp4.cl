@@ -1,0 +1,68 @@
+/*
+ * MXFP4 helpers shared by every OpenCL program (SPEC.md section 1).
+ * Exponents and E2M1 codes come from the fp32 bits with integer operations
+ * only, so devices that flush subnormals to zero (NVIDIA, PoCL with
+ * -cl-denorms-are-zero) still match the reference bit for bit.
+ * The rule arrives as three integers computed on the host:
+ *   ceil_rule: 0 = OCP floor, 1 = ceiling rule with q in [6, 8]
+ *   thr:       bump the exponent iff the fraction bits of M exceed thr (= q 2^21 - 2^23)
+ *   pow2_dec:  q == 8: an exact power of two takes one exponent less
+ */
+#define MXA_E8M0_NAN 0xFFu
+
+/* Shared exponent of a block whose largest magnitude has the bits `mbits` (finite). */
+int mxa_exponent(uint mbits, int ceil_rule, uint thr, int pow2_dec)
+{
+    if (mbits == 0u) return 0;
+    const uint biased = mbits >> 23;
+    if (biased == 0u) return -127; /* subnormal maximum: the smallest scale */
+    int e = (int)biased - 129;     /* OCP: floor(log2 M) - 2 */
+    if (ceil_rule) {
+        const uint frac = mbits & 0x7fffffu;
+        if (pow2_dec && frac == 0u) e -= 1;
+        else if (frac > thr) e += 1;
+    }
+    return clamp(e, -127, 127);
+}
+
+/* 3-bit E2M1 code of |x| * 2^-e (abits = |x| bits, finite): round to nearest,
+ * ties to even, saturating. The scaling is done on the exponent field. */
+uint mxa_e2m1_code(uint abits, int e)
+{
+    if (abits == 0u) return 0u;
+    int ex = (int)(abits >> 23);
+    uint man = abits & 0x7fffffu;
+    if (ex == 0) { /* subnormal: normalise so the exponent arithmetic stays exact */
+        const int p = 31 - (int)clz(man);
+        man = (man << (23 - p)) & 0x7fffffu;
+        ex = p - 22;
+    }
+    const int ev = ex - e; /* biased exponent of |x| 2^-e */
+    if (ev < 124) return 0u; /* below 0.125 */
+    const uint vb = ((uint)min(ev, 200) << 23) | man;
+    return (uint)(vb > 0x3E800000u) + (uint)(vb >= 0x3F400000u) + (uint)(vb > 0x3FA00000u) +
+           (uint)(vb >= 0x3FE00000u) + (uint)(vb > 0x40200000u) + (uint)(vb >= 0x40600000u) +
+           (uint)(vb > 0x40A00000u);
+}
+
+/* 2^e as a float for e in [-127, 127] (2^-127 is the subnormal 0x00400000). */
+float mxa_pow2(int e)
+{
+    return e >= -126 ? as_float((uint)(e + 127) << 23) : as_float(0x00400000u);
+}
+
+/* Twice the E2M1 magnitude of a 3-bit code: 0 1 2 3 4 6 8 12. */
+int mxa_e2m1_twice(uint code)
+{
+    return code < 5u ? (int)code : code < 7u ? (int)code * 2 - 4 : 12;
+}
+
+/* The decoded value of a code with sign bit `sign` (0 or 1) under exponent e:
+ * twice x 2^(e-1), split in two normal factors when 2^(e-1) would be subnormal
+ * (a subnormal operand is flushed to zero by FTZ devices). */
+float mxa_decode(uint code, uint sign, int e)
+{
+    const float t = (float)mxa_e2m1_twice(code);
+    const float v = e >= -125 ? t * mxa_pow2(e - 1) : (t * 0x1p-64f) * mxa_pow2(e + 63);
+    return sign ? -v : v;
+}

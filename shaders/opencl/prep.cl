@@ -1,0 +1,123 @@
+/*
+ * Quantization kernels: the mxa_quantize operation, and the preparation of
+ * Q, K and V for the attention kernels (rotation, MXFP4, padding, layout).
+ * Prepared values are the exact decoded MXFP4 numbers (code value x 2^e) in
+ * fp32, or for the tensor-core variant the int8 "twice" codes (2 x E2M1,
+ * integers in [-12, 12]) and one exponent byte per block.
+ */
+
+/* mxa_quantize: one work-item per (block, row). x: rows x cols, contiguous. */
+__kernel void mxa_quantize_rows(__global const float *x, ulong x_off, int rows, int cols, int nblocks,
+                                int ceil_rule, uint thr, int pow2_dec, __global uchar *codes,
+                                __global uchar *scales)
+{
+    const int blk = get_global_id(0), row = get_global_id(1);
+    if (blk >= nblocks || row >= rows) return;
+    __global const float *src = x + x_off + (size_t)row * cols + blk * 32;
+    const int n = min(32, cols - blk * 32);
+    uint maxbits = 0u;
+    int finite = 1;
+    for (int i = 0; i < n; i++) {
+        const uint a = as_uint(src[i]) & 0x7fffffffu;
+        if (a >= 0x7f800000u) finite = 0;
+        maxbits = max(maxbits, a);
+    }
+    __global uchar *out = codes + ((size_t)row * nblocks + blk) * 16;
+    if (!finite) {
+        for (int i = 0; i < 16; i++) out[i] = 0;
+        scales[(size_t)row * nblocks + blk] = (uchar)MXA_E8M0_NAN;
+        return;
+    }
+    const int e = mxa_exponent(maxbits, ceil_rule, thr, pow2_dec);
+    scales[(size_t)row * nblocks + blk] = (uchar)(e + 127);
+    for (int i = 0; i < 16; i++) {
+        uint c[2];
+        for (int h = 0; h < 2; h++) {
+            const int k = 2 * i + h;
+            const uint bits = k < n ? as_uint(src[k]) : 0u;
+            c[h] = (bits >> 31) << 3 | mxa_e2m1_code(bits & 0x7fffffffu, e);
+        }
+        out[i] = (uchar)(c[0] | (c[1] << 4));
+    }
+}
+
+/*
+ * Q or K rows: optional Walsh-Hadamard rotation (SPEC section 2 step 1, in
+ * the reference's order: stages h = 1, 2, ..., D/2 of (a + b, a - b), then the
+ * fp32 factor `norm`), then optional MXFP4 along D.
+ * Work-group = one row, D work-items; global (D * n_pad, B*H). Rows >= n are
+ * zero padding. transpose = 1 writes [bh][D][n_pad] instead of [bh][n_pad][D].
+ */
+__kernel void mxa_prep_qk(__global const float *x, ulong x_off, int n, int n_pad, float norm, int hadamard,
+                          int quant, int ceil_rule, uint thr, int pow2_dec, int transpose,
+                          __global float *out)
+{
+    __local float xs[256];
+    __local uint bmax[8];
+    const int i = get_local_id(0), d = get_local_size(0);
+    const int row = get_group_id(0), bh = get_group_id(1);
+    float v = 0.0f;
+    if (row < n) v = x[x_off + ((size_t)bh * n + row) * d + i];
+    if (hadamard) {
+        xs[i] = v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int h = 1; h < d; h *= 2) {
+            const float a = xs[i & ~h], b = xs[i | h];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            v = (i & h) ? a - b : a + b;
+            xs[i] = v;
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        v = v * norm;
+    }
+    if (quant) {
+        const uint a = as_uint(v) & 0x7fffffffu;
+        xs[i] = as_float(a);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if ((i & 31) == 0) {
+            uint m = 0u;
+            for (int k = 0; k < 32; k++) m = max(m, as_uint(xs[i + k]));
+            bmax[i >> 5] = m;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const uint m = bmax[i >> 5];
+        if (m >= 0x7f800000u) {
+            v = NAN;
+        } else {
+            const int e = mxa_exponent(m, ceil_rule, thr, pow2_dec);
+            v = mxa_decode(mxa_e2m1_code(a, e), as_uint(v) >> 31, e);
+        }
+    }
+    if (transpose) out[((size_t)bh * d + i) * n_pad + row] = v;
+    else out[((size_t)bh * n_pad + row) * d + i] = v;
+}
+
+/*
+ * V: optional MXFP4 along the token axis (blocks of 32 keys per channel).
+ * One work-item per (channel, key block); global (D, n_pad / 32, B*Hkv).
+ * Output [bh][n_pad][D], keys >= n zero.
+ */
+__kernel void mxa_prep_v(__global const float *x, ulong x_off, int n, int n_pad, int d, int quant,
+                         int ceil_rule, uint thr, int pow2_dec, __global float *out)
+{
+    const int c = get_global_id(0), blk = get_global_id(1), bh = get_global_id(2);
+    if (c >= d) return;
+    __global const float *src = x + x_off + (size_t)bh * n * d + c;
+    __global float *dst = out + (size_t)bh * n_pad * d + c;
+    const int j0 = blk * 32, len = clamp(n - j0, 0, 32);
+    if (!quant) {
+        for (int k = 0; k < 32; k++) dst[(size_t)(j0 + k) * d] = k < len ? src[(size_t)(j0 + k) * d] : 0.0f;
+        return;
+    }
+    uint m = 0u;
+    for (int k = 0; k < len; k++) m = max(m, as_uint(src[(size_t)(j0 + k) * d]) & 0x7fffffffu);
+    const int e = m >= 0x7f800000u ? 0 : mxa_exponent(m, ceil_rule, thr, pow2_dec);
+    for (int k = 0; k < 32; k++) {
+        float v = 0.0f;
+        if (k < len) {
+            const uint bits = as_uint(src[(size_t)(j0 + k) * d]);
+            v = m >= 0x7f800000u ? NAN : mxa_decode(mxa_e2m1_code(bits & 0x7fffffffu, e), bits >> 31, e);
+        }
+        dst[(size_t)(j0 + k) * d] = v;
+    }
+}
