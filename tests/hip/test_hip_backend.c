@@ -1,0 +1,199 @@
+/*
+ * Host-side tests of the HIP backend against the test double (fake_hip.c):
+ * loading, probing, variant selection, hiprtc failures, out-of-memory, the
+ * code-object cache, and what gets launched. No AMD GPU is involved: the
+ * double's kernels do nothing, so these tests check the host logic only.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hip_fake_util.h"
+
+static void expect_absent(const char *fragment)
+{
+    mxa_backend_info b;
+    mxa_runtime *rt = probe(&b, NULL);
+    if (b.present || !strstr(b.reason, fragment)) fail_msg("present=%d reason '%s' (wanted '%s')", b.present, b.reason, fragment);
+    mxa_runtime_destroy(rt);
+}
+
+static void test_absent_library(void **state)
+{
+    (void)state;
+    use_fake("/nonexistent/libamdhip64.so");
+    expect_absent("HIP runtime not found");
+    use_fake(FAKE_HIP_PATH);
+    setenv("MXA_HIPRTC_LIBRARY", "/nonexistent/libhiprtc.so", 1);
+    expect_absent("hiprtc not found");
+}
+
+static void test_missing_symbol(void **state)
+{
+    (void)state;
+    use_fake(FAKE_HIP_NOLAUNCH_PATH);
+    expect_absent("lacks hipModuleLaunchKernel");
+}
+
+static void test_no_devices(void **state)
+{
+    (void)state;
+    use_fake(FAKE_HIP_PATH);
+    setenv("FAKE_HIP_DEVICES", "0", 1);
+    expect_absent("reports 0 devices");
+    setenv("FAKE_HIP_DEVICES", "1", 1);
+    setenv("FAKE_HIP_INIT_ERROR", "100", 1);
+    expect_absent("no AMD GPU");
+    setenv("FAKE_HIP_INIT_ERROR", "3", 1);
+    expect_absent("failed to start");
+}
+
+static void test_version_check(void **state)
+{
+    (void)state;
+    use_fake(FAKE_HIP_PATH);
+    setenv("FAKE_HIP_RUNTIME_VERSION", "50200000", 1);
+    expect_absent("older than");
+}
+
+static void test_bad_arch_name(void **state)
+{
+    (void)state;
+    use_fake(FAKE_HIP_PATH);
+    setenv("FAKE_HIP_ARCH", "sm_90", 1);
+    expect_absent("gcnArchName");
+}
+
+static void test_probe_archs(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *lib, *arch, *variant;
+        int wave, native, coop, score_min;
+    } cases[] = {
+        {FAKE_HIP_PATH, "gfx950:sramecc+:xnack-", "hip-mfma-fp4", 64, 1, 1, 150},
+        {FAKE_HIP_PATH, "gfx942:sramecc+:xnack-", "hip-mfma-i8", 64, 0, 1, 121},
+        {FAKE_HIP_OLDPROPS_PATH, "gfx90a:xnack-", "hip-mfma-i8", 64, 0, 1, 121},
+        {FAKE_HIP_PATH, "gfx1100", "hip-scalar", 32, 0, 1, 0},
+        {FAKE_HIP_PATH, "gfx1030", "hip-scalar", 32, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        use_fake(cases[i].lib);
+        setenv("FAKE_HIP_ARCH", cases[i].arch, 1);
+        char wave[8];
+        snprintf(wave, sizeof wave, "%d", cases[i].wave);
+        setenv("FAKE_HIP_WAVE", wave, 1);
+        mxa_backend_info b;
+        mxa_device_info d;
+        mxa_runtime *rt = probe(&b, &d);
+        assert_true(b.present);
+        assert_int_equal(b.device_count, 1);
+        assert_string_equal(d.id, "hip:0");
+        assert_string_equal(d.variant, cases[i].variant);
+        assert_int_equal((d.caps & MXA_CAP_NATIVE_FP4) != 0, cases[i].native);
+        assert_int_equal((d.caps & MXA_CAP_COOPMAT) != 0, cases[i].coop);
+        assert_true(d.score >= cases[i].score_min);
+        assert_non_null(strstr(d.capabilities, cases[i].arch)); /* the full gcnArchName reached us */
+        assert_int_equal(d.compute_units, 304);
+        assert_int_equal(d.subgroup_min, (uint32_t)cases[i].wave);
+        assert_true(d.memory_bytes > 0);
+        assert_true(d.default_bc > 0 && d.default_bc % 32 == 0);
+        assert_true(d.variant_reason[0] != '\0');
+        if (cases[i].wave == 32 && cases[i].coop) assert_non_null(strstr(d.capabilities, "wmma"));
+        mxa_runtime_destroy(rt);
+    }
+}
+
+static void test_env_switches(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *arch, *var, *value, *variant, *reason;
+    } cases[] = {
+        {"gfx950", "MXA_DISABLE_NATIVE_FP4", "1", "hip-mfma-i8", "MXA_DISABLE_NATIVE_FP4"},
+        {"gfx950", "MXA_DISABLE_COOPMAT", "1", "hip-scalar", "MXA_DISABLE_COOPMAT"},
+        {"gfx942", "MXA_DISABLE_COOPMAT", "1", "hip-scalar", "MXA_DISABLE_COOPMAT"},
+        {"gfx950", "MXA_KERNEL", "hip-scalar", "hip-scalar", "forced by MXA_KERNEL"},
+        {"gfx950", "MXA_KERNEL", "mfma-i8", "hip-mfma-i8", "forced by MXA_KERNEL"},
+        {"gfx942", "MXA_KERNEL", "hip-mfma-fp4", "hip-mfma-i8", "not supported on gfx942"},
+        {"gfx942", "MXA_KERNEL", "vulkan-coopmat", "hip-mfma-i8", "int8 MFMA"},
+        {"gfx950", "MXA_DISABLE", "hip", NULL, "disabled by MXA_DISABLE"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        use_fake(FAKE_HIP_PATH);
+        setenv("FAKE_HIP_ARCH", cases[i].arch, 1);
+        setenv(cases[i].var, cases[i].value, 1);
+        mxa_backend_info b;
+        mxa_device_info d;
+        mxa_runtime *rt = probe(&b, &d);
+        if (!cases[i].variant) {
+            assert_false(b.present);
+            assert_non_null(strstr(b.reason, cases[i].reason));
+        } else {
+            assert_string_equal(d.variant, cases[i].variant);
+            if (!strstr(d.variant_reason, cases[i].reason)) fail_msg("case %zu: reason '%s'", i, d.variant_reason);
+        }
+        mxa_runtime_destroy(rt);
+    }
+}
+
+static void test_attention_launches(void **state)
+{
+    (void)state;
+    static float out[2 * 40 * 64];
+    mxa_attention_info info;
+    use_fake(FAKE_HIP_PATH);
+    setenv("FAKE_HIP_ARCH", "gfx950:sramecc+:xnack-", 1);
+    assert_int_equal(run_attention(MXA_RECIPE_MXATTENTION, 0, &info, out), MXA_OK);
+    assert_string_equal(info.variant, "hip-mfma-fp4");
+    assert_int_equal(info.bc, 128);
+    assert_true(log_has("compile mxa_prep --gpu-architecture=gfx950:sramecc+:xnack- -O3"));
+    assert_true(log_has("-ffp-contract=off"));
+    assert_true(log_has("-DMXA_D=64 -DMXA_BC=128 -DMXA_VARIANT=2 -DMXA_MFMA_K16=1"));
+    assert_true(log_has("launch mxa_prep_qk 80 1 1 64 args"));  /* one workgroup per Q row: 1*2*40 */
+    assert_true(log_has("launch mxa_prep_qk 70 1 1 64 args"));  /* K rows: 1*1*70 */
+    assert_true(log_has("launch mxa_prep_v 3 1 1 64 args"));    /* 64 columns x 3 token blocks / 64 */
+    assert_true(log_has("launch mxa_attention 2 2 1 64 args")); /* ceil(40/32) x heads x batch */
+    assert_int_equal(log_count("malloc"), log_count("free"));   /* no device memory leaks */
+
+    /* fp32 recipe: the matrix-core variants cannot run it; the scalar one does, one row per workgroup. */
+    use_fake(FAKE_HIP_PATH);
+    setenv("FAKE_HIP_ARCH", "gfx950", 1);
+    assert_int_equal(run_attention(MXA_RECIPE_FP32, 96, &info, out), MXA_OK);
+    assert_string_equal(info.variant, "hip-scalar");
+    assert_int_equal(info.bc, 96);
+    assert_true(log_has("-DMXA_D=64 -DMXA_BC=96 -DMXA_VARIANT=0"));
+    assert_true(log_has("launch mxa_attention 40 2 1 64 args"));
+
+    /* bc above the MFMA tile: scalar too. */
+    use_fake(FAKE_HIP_PATH);
+    assert_int_equal(run_attention(MXA_RECIPE_MXATTENTION, 512, &info, out), MXA_OK);
+    assert_string_equal(info.variant, "hip-scalar");
+
+    /* gfx90a: int8 MFMA with K = 8. */
+    use_fake(FAKE_HIP_PATH);
+    setenv("FAKE_HIP_ARCH", "gfx90a", 1);
+    assert_int_equal(run_attention(MXA_RECIPE_OCP_DIRECT, 64, &info, out), MXA_OK);
+    assert_string_equal(info.variant, "hip-mfma-i8");
+    assert_true(log_has("-DMXA_D=64 -DMXA_BC=64 -DMXA_VARIANT=1 -DMXA_MFMA_K16=0"));
+}
+
+int main(void)
+{
+    if (fake_begin()) return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_absent_library), cmocka_unit_test(test_missing_symbol),
+        cmocka_unit_test(test_no_devices),     cmocka_unit_test(test_version_check),
+        cmocka_unit_test(test_bad_arch_name),  cmocka_unit_test(test_probe_archs),
+        cmocka_unit_test(test_env_switches),   cmocka_unit_test(test_attention_launches),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    fake_end();
+    return failed;
+}
