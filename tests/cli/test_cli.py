@@ -421,6 +421,7 @@ def test_attention():
     save("u8.npy", (1, 2, 64, 64), [1] * 8192, descr="|u1")
     save("qnan.npy", (1, 2, 64, 64), [float("nan") if i == 77 else 0.5 for i in range(8192)])
     save("qinf.npy", (1, 2, 64, 64), [float("inf") if i == 5 else 0.5 for i in range(8192)])
+    save("vnan.npy", (1, 2, 96, 64), [float("nan") if i == 6143 else 0.5 for i in range(12288)])
     for f in ("o.npy", "l.npy"):
         os.remove(path(f)) if os.path.exists(path(f)) else None
     o = ["o.npy", "l.npy"]
@@ -433,6 +434,8 @@ def test_attention():
     bad(["attention", "--q", "--k", "k.npy", "--v", "v.npy", "--out", "o.npy"], "--q needs a value", 2, o)
     bad(base + ["--lse", "l.npy", "--q", "q.npy"], "--q is given twice", 2, o)
     bad(base + ["extra.npy"], "unexpected argument", 2, o)
+    bad(["attention", "--q", "q.npy", "--k", "k.npy", "--v", "r3.npy", "--out", "o.npy"],
+        "r3.npy: rank 3 differs", 1, o)
     flags = [
         (["--recipe", "mxfp8"], "--recipe mxfp8: expected one of mxattention, ocp-direct, fp32"),
         (["--recipe"], "needs a value"),
@@ -475,8 +478,9 @@ def test_attention():
         ("--k", "k32.npy", "head sizes differ"),
         ("--k", "kb2.npy", "batch sizes differ"),
         ("--v", "v95.npy", "differ"),
-        ("--q", "qnan.npy", "NaN"),
-        ("--q", "qinf.npy", "Inf"),
+        ("--q", "qnan.npy", "mxa: qnan.npy: element 77 is NaN"),
+        ("--q", "qinf.npy", "mxa: qinf.npy: element 5 is Inf"),
+        ("--v", "vnan.npy", "mxa: vnan.npy: element 6143 is NaN"),
         ("--out", "nodir/o.npy", "nodir/o.npy: cannot create"),
     ]
     for flag, value, message in swaps:

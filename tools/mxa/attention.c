@@ -58,6 +58,18 @@ static int load_input(const char *path, int want_rank, input *in)
     return CLI_OK;
 }
 
+/* A rejected input value ("q: element 77 is NaN ...") is reported against its
+ * file; the element index is the flat index in the file too. */
+static void input_error(mxa_status st, const input *q, const input *k, const input *v)
+{
+    const char *msg = mxa_last_error_message();
+    const input *in = NULL;
+    if (st == MXA_ERR_NON_FINITE && msg[0] && msg[1] == ':' && msg[2] == ' ')
+        in = msg[0] == 'q' ? q : msg[0] == 'k' ? k : msg[0] == 'v' ? v : NULL;
+    if (in) cli_error("%s: %s", in->path, msg + 3);
+    else cli_library_error("attention", st);
+}
+
 /* "qk,v,p", any order and subset, or "none"/"all". */
 static int parse_quantize(const char *text, uint32_t *out)
 {
@@ -194,7 +206,7 @@ int cmd_attention(int argc, char **argv)
         [OPT_RECIPE] = {"--recipe", "R", "mxattention (default: Hadamard + UOS + PNQ), ocp-direct or fp32", NULL},
         [OPT_HADAMARD] = {"--hadamard", "on|off", "rotate Q and K by the Walsh-Hadamard matrix", NULL},
         [OPT_RULE] = {"--rule", "R", "shared-exponent rule: ocp, tfs, uos or q=<x>, x in [6, 8]", NULL},
-        [OPT_PLACEMENT] = {"--placement", "pnq|direct", "quantize P before (pnq) or after (direct) the row sum", NULL},
+        [OPT_PLACEMENT] = {"--placement", "pnq|direct", "the row sum adds the quantized P (pnq) or the unquantized P (direct)", NULL},
         [OPT_QUANTIZE] = {"--quantize", "LIST", "what is quantized: a list of qk, v, p, or none", NULL},
         [OPT_CAUSAL] = {"--causal", NULL, "causal mask, bottom-right aligned", NULL},
         [OPT_SCALE] = {"--scale", "X", "softmax scale (default 1/sqrt(D))", NULL},
@@ -248,7 +260,7 @@ int cmd_attention(int argc, char **argv)
     mxa_attention_info info;
     const double t0 = cli_now();
     if ((st = mxa_attention(dev, &desc, &q.t, &k.t, &v.t, &to, lse ? &tl : NULL, &info))) {
-        cli_library_error("attention", st);
+        input_error(st, &q, &k, &v);
         goto out;
     }
     const double seconds = cli_now() - t0;

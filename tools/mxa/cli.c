@@ -25,7 +25,11 @@ void cli_error(const char *fmt, ...)
 int cli_library_error(const char *context, mxa_status status)
 {
     const char *msg = mxa_last_error_message();
-    cli_error("%s: %s", context, (msg && *msg) ? msg : mxa_status_string(status));
+    const size_t n = strlen(context);
+    if (!msg || !*msg) msg = mxa_status_string(status);
+    /* The library often names the call itself ("attention: ..."): say it once. */
+    if (strncmp(msg, context, n) == 0 && msg[n] == ':') cli_error("%s", msg);
+    else cli_error("%s: %s", context, msg);
     return CLI_FAIL;
 }
 
@@ -38,9 +42,9 @@ void cli_print_help(const cli_spec *spec)
         const cli_option *o = &spec->options[i];
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "");
-        printf("  %-22s %s\n", left, o->help);
+        printf("  %-24s %s\n", left, o->help);
     }
-    printf("  %-22s %s\n", "-h, --help", "show this help");
+    printf("  %-24s %s\n", "-h, --help", "show this help");
 }
 
 static cli_option *find_option(cli_spec *spec, const char *name, size_t len)
