@@ -1,0 +1,187 @@
+/*
+ * Attention on a Vulkan device: prepare Q/K (rotate + quantize along D) and V
+ * (quantize along tokens) into scratch buffers, then run one attention kernel:
+ *   coopmat-nv-f16  NV cooperative matrix fp16 16x16x16 -> fp32 on the exact
+ *                   MXFP4 values, rows/columns rescaled by a power of two so
+ *                   every value is exact in fp16 (shaders/vulkan/attn_coopmat_nv.comp)
+ *   scalar          one invocation per query row; runs anywhere (attn_scalar.comp)
+ * Everything is recorded into one command buffer and submitted once.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "vk_common.h"
+#include "../../runtime/env.h"
+#include "../../runtime/hadamard.h"
+#include "../../runtime/status.h"
+
+#define COOP_WARPS 4
+#define COOP_ROWS (COOP_WARPS * 16)
+
+void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
+
+enum { S_QIN, S_KIN, S_VIN, S_QP, S_KP, S_VP, S_QS, S_KS, S_VS, S_O, S_LSE };
+
+/* Whether the coopmat kernel can run on the device at all; why not in `why`. */
+static int coopmat_device_ok(const vk_probe_data *p, const char **why)
+{
+    if (!vk_kernel_available(VK_K_ATTN_COOPMAT_NV)) *why = "the installed glslang could not compile the NV coopmat shader";
+    else if (!(p->flags & MXA_VK_F_COOPMAT_NV)) *why = "no VK_NV_cooperative_matrix";
+    else if (!(p->flags & MXA_VK_F_NV_F16_161616)) *why = "no fp16 16x16x16 cooperative matrix shape";
+    else if (!(p->flags & MXA_VK_F_STORAGE16) || !(p->flags & MXA_VK_F_FP16)) *why = "no fp16 arithmetic/storage";
+    else if (!(p->flags & MXA_VK_F_SUBGROUP_SHUFFLE) || !(p->flags & MXA_VK_F_SUBGROUP_ARITH)) *why = "no subgroup shuffle/vote";
+    else if (p->subgroup_size != 32) *why = "the kernel maps 16 rows x 2 key blocks onto a subgroup of exactly 32";
+    else if (p->max_shared < 6u * 1024u * COOP_WARPS) *why = "too little shared memory";
+    else return 1;
+    return 0;
+}
+
+const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_call *call, char *reason,
+                              size_t reason_size)
+{
+    const char *forced = mxa_env_string("MXA_KERNEL");
+    const char *why = "";
+    int coop = coopmat_device_ok(probe, &why);
+    if (coop && mxa_env_flag("MXA_DISABLE_COOPMAT")) {
+        coop = 0;
+        why = "MXA_DISABLE_COOPMAT=1";
+    }
+    if (coop && call) {
+        if (call->desc.quantize != MXA_QUANT_ALL) coop = 0, why = "the recipe leaves some tensor unquantized (fp16 would round it)";
+        else if (call->bc != 64) coop = 0, why = "the coopmat kernel is built for bc = 64";
+        else if (call->q.d > 128) coop = 0, why = "the coopmat kernel holds at most D = 128 in registers";
+    }
+    if (forced && strcmp(forced, "scalar") == 0) {
+        snprintf(reason, reason_size, "MXA_KERNEL=scalar");
+        return "scalar";
+    }
+    if (forced && strcmp(forced, "coopmat-nv-f16") == 0 && !coop) {
+        snprintf(reason, reason_size, "MXA_KERNEL=coopmat-nv-f16 is not possible here (%s): scalar", why);
+        return "scalar";
+    }
+    if (coop) {
+        snprintf(reason, reason_size, "NV cooperative matrix fp16 16x16x16 on exact MXFP4 values (int-dot variant not built%s)",
+                 mxa_env_flag("MXA_DISABLE_INT_DOT") ? "; MXA_DISABLE_INT_DOT=1" : "");
+        return "coopmat-nv-f16";
+    }
+    snprintf(reason, reason_size, "scalar: %s", why);
+    return "scalar";
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t m) { return (x + m - 1) / m * m; }
+
+/* An input as a device buffer: the caller's own, or the host data uploaded to a scratch slot. */
+static mxa_status input_buffer(vk_device *dev, const mxa_array *a, int slot, vk_buffer **buf, uint32_t *offset)
+{
+    if (a->buffer) {
+        *buf = (vk_buffer *)a->buffer;
+        *offset = (uint32_t)(a->offset / 4);
+        return MXA_OK;
+    }
+    const size_t bytes = (size_t)(a->b * a->h * a->n * a->d) * 4;
+    mxa_status st = vk_scratch(dev, slot, bytes, buf);
+    *offset = 0;
+    return st ? st : vk_buffer_write(dev, *buf, 0, a->host, bytes);
+}
+
+mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_attention_info *info)
+{
+    char reason[MXA_REASON_LEN];
+    const char *variant = vk_choose_variant(dev->probe, call, reason, sizeof reason);
+    const int coop = strcmp(variant, "coopmat-nv-f16") == 0;
+    const mxa_attention_desc *desc = &call->desc;
+    const uint64_t b = (uint64_t)call->q.b, h = (uint64_t)call->q.h, hkv = (uint64_t)call->k.h;
+    const uint64_t nq = (uint64_t)call->q.n, nk = (uint64_t)call->k.n, d = (uint64_t)call->q.d;
+    const uint64_t nq_pad = coop ? round_up(nq, COOP_ROWS) : nq, nk_pad = round_up(nk, (uint64_t)call->bc);
+    const uint64_t esize = coop ? 2 : 4;
+    if ((b * h * nq_pad + b * hkv * nk_pad) * d >= (1ull << 31))
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan attention: the problem exceeds the kernels' 32-bit indexing");
+    snprintf(info->variant, sizeof info->variant, "%s", variant);
+
+    mxa_status st;
+    vk_buffer *qin, *kin, *vin, *qp, *kp, *vp, *qs, *ks, *vs, *ob, *lb;
+    uint32_t qoff, koff, voff, ooff = 0;
+    if ((st = input_buffer(dev, &call->q, S_QIN, &qin, &qoff)) || (st = input_buffer(dev, &call->k, S_KIN, &kin, &koff)) ||
+        (st = input_buffer(dev, &call->v, S_VIN, &vin, &voff)))
+        return st;
+    if ((st = vk_scratch(dev, S_QP, b * h * nq_pad * d * esize, &qp)) ||
+        (st = vk_scratch(dev, S_KP, b * hkv * nk_pad * d * esize, &kp)) ||
+        (st = vk_scratch(dev, S_VP, b * hkv * nk_pad * d * esize, &vp)) ||
+        (st = vk_scratch(dev, S_QS, b * h * nq_pad * 4, &qs)) || (st = vk_scratch(dev, S_KS, b * hkv * nk_pad * 4, &ks)) ||
+        (st = vk_scratch(dev, S_VS, b * hkv * d * 4, &vs)) || (st = vk_scratch(dev, S_LSE, b * h * nq * 4, &lb)))
+        return st;
+    if (call->o.buffer) {
+        ob = (vk_buffer *)call->o.buffer;
+        ooff = (uint32_t)(call->o.offset / 4);
+    } else if ((st = vk_scratch(dev, S_O, b * h * nq * d * 4, &ob))) {
+        return st;
+    }
+
+    uint32_t kind, t;
+    vk_rule_params(desc->rule, &kind, &t);
+    const uint32_t qk = (desc->quantize & MXA_QUANT_QK) != 0, qv = (desc->quantize & MXA_QUANT_V) != 0;
+    const uint32_t qpq = (desc->quantize & MXA_QUANT_P) != 0, pnq = desc->placement == MXA_PLACEMENT_PNQ;
+    struct {
+        uint32_t rows, n, n_pad, x_offset, hadamard, quant, kind, t;
+        float norm;
+    } pq = {(uint32_t)(b * h * nq), (uint32_t)nq, (uint32_t)nq_pad, qoff, desc->hadamard != 0, qk, kind, t,
+            mxa_hadamard_norm((int)d)},
+      pk = {(uint32_t)(b * hkv * nk), (uint32_t)nk, (uint32_t)nk_pad, koff, desc->hadamard != 0, qk, kind, t,
+            mxa_hadamard_norm((int)d)};
+    struct {
+        uint32_t heads, n, n_pad, x_offset, quant, kind, t;
+    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, voff, qv, kind, t};
+    const int32_t spec_d[4] = {(int32_t)d, 0, 0, 0};
+    uint32_t gx, gy;
+    vk_batch batch;
+    const double t0 = now_seconds();
+    if ((st = vk_batch_begin(dev, 1, &batch))) return st;
+    /* padding rows/tokens must read as zeros */
+    if ((st = vk_batch_fill(&batch, qp, b * h * nq_pad * d * esize)) || (st = vk_batch_fill(&batch, kp, b * hkv * nk_pad * d * esize)) ||
+        (st = vk_batch_fill(&batch, vp, b * hkv * nk_pad * d * esize)) || (st = vk_batch_fill(&batch, qs, b * h * nq_pad * 4)) ||
+        (st = vk_batch_fill(&batch, ks, b * hkv * nk_pad * 4)))
+        return st;
+    vk_buffer *bq[3] = {qin, qp, qs}, *bk[3] = {kin, kp, ks}, *bv[3] = {vin, vp, vs};
+    const vk_kernel kqk = coop ? VK_K_PREP_QK_F16 : VK_K_PREP_QK_F32, kv = coop ? VK_K_PREP_V_F16 : VK_K_PREP_V_F32;
+    vk_grid_1d(b * h * nq, 64, &gx, &gy);
+    if ((st = vk_batch_dispatch(&batch, kqk, spec_d, 64, bq, 3, &pq, sizeof pq, gx, gy, 1))) return st;
+    vk_grid_1d(b * hkv * nk, 64, &gx, &gy);
+    if ((st = vk_batch_dispatch(&batch, kqk, spec_d, 64, bk, 3, &pk, sizeof pk, gx, gy, 1))) return st;
+    vk_grid_1d(b * hkv * d, 64, &gx, &gy);
+    if ((st = vk_batch_dispatch(&batch, kv, spec_d, 64, bv, 3, &pv, sizeof pv, gx, gy, 1))) return st;
+    if (coop) {
+        struct {
+            uint32_t h, hkv, nq, nk, nq_pad, nk_pad, o_offset, causal, quant_p, pnq, kind, t;
+            float scale;
+        } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nq_pad, (uint32_t)nk_pad, ooff,
+                desc->causal != 0, qpq, pnq, kind, t, desc->scale};
+        const int32_t spec[4] = {(int32_t)d, call->bc, COOP_WARPS, COOP_WARPS * 32};
+        vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
+        st = vk_batch_dispatch(&batch, VK_K_ATTN_COOPMAT_NV, spec, COOP_WARPS * 32, ba, 8, &pa, sizeof pa,
+                               (uint32_t)(nq_pad / COOP_ROWS), (uint32_t)h, (uint32_t)b);
+    } else {
+        struct {
+            uint32_t h, hkv, nq, nk, nk_pad, o_offset, causal, quant_p, pnq, kind, t, rows;
+            float scale;
+        } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nk_pad, ooff, desc->causal != 0,
+                qpq, pnq, kind, t, (uint32_t)(b * h * nq), desc->scale};
+        const int32_t spec[4] = {(int32_t)d, call->bc, 0, 0};
+        vk_buffer *ba[5] = {qp, kp, vp, ob, lb};
+        vk_grid_1d(b * h * nq, 1, &gx, &gy); /* one workgroup per query row */
+        st = vk_batch_dispatch(&batch, VK_K_ATTN_SCALAR, spec, 64, ba, 5, &pa, sizeof pa, gx, gy, 1);
+    }
+    double seconds = -1.0;
+    if (st || (st = vk_batch_submit(&batch, &seconds))) return st;
+    info->kernel_seconds = seconds >= 0.0 ? seconds : now_seconds() - t0;
+    if (!call->o.buffer && (st = vk_buffer_read(dev, ob, 0, call->o.host, b * h * nq * d * 4))) return st;
+    if (call->lse) st = vk_buffer_read(dev, lb, 0, call->lse, b * h * nq * 4);
+    return st;
+}

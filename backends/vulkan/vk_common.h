@@ -1,0 +1,165 @@
+/*
+ * The Vulkan backend's internal types (shared by its files only).
+ *
+ * Every Vulkan call goes through volk's function pointers, loaded from the
+ * system loader at run time: the library never links libvulkan.
+ */
+#ifndef MXA_VK_COMMON_H
+#define MXA_VK_COMMON_H
+
+#define VK_NO_PROTOTYPES
+#include <stddef.h>
+#include <stdint.h>
+#include <volk.h>
+
+#include "../../runtime/backend.h"
+
+/* ---- definitions the Debian 1.3.239 headers lack (VK_KHR_cooperative_matrix) ---- */
+#define MXA_VK_KHR_COOPMAT_NAME "VK_KHR_cooperative_matrix"
+#define MXA_VK_STYPE_COOPMAT_FEATURES_KHR ((VkStructureType)1000506000)
+#define MXA_VK_STYPE_COOPMAT_PROPERTIES_KHR ((VkStructureType)1000506001)
+#define MXA_VK_STYPE_COOPMAT_DEVICE_PROPERTIES_KHR ((VkStructureType)1000506002)
+typedef struct mxa_vk_coopmat_features_khr {
+    VkStructureType sType;
+    void *pNext;
+    VkBool32 cooperativeMatrix;
+    VkBool32 cooperativeMatrixRobustBufferAccess;
+} mxa_vk_coopmat_features_khr;
+typedef struct mxa_vk_coopmat_props_khr {
+    VkStructureType sType;
+    void *pNext;
+    uint32_t MSize, NSize, KSize;
+    VkComponentTypeNV AType, BType, CType, ResultType; /* same values as the KHR enum */
+    VkBool32 saturatingAccumulation;
+    VkScopeNV scope;
+} mxa_vk_coopmat_props_khr;
+typedef VkResult(VKAPI_PTR *mxa_pfn_coopmat_props_khr)(VkPhysicalDevice, uint32_t *, mxa_vk_coopmat_props_khr *);
+
+/* Capability flags beyond mxa's public caps (what variant selection needs). */
+#define MXA_VK_F_FP16 (1u << 0)
+#define MXA_VK_F_INT8 (1u << 1)
+#define MXA_VK_F_STORAGE16 (1u << 2)
+#define MXA_VK_F_STORAGE8 (1u << 3)
+#define MXA_VK_F_INT_DOT (1u << 4)
+#define MXA_VK_F_SUBGROUP_CTRL (1u << 5)
+#define MXA_VK_F_COOPMAT_NV (1u << 6)
+#define MXA_VK_F_COOPMAT_KHR (1u << 7)
+#define MXA_VK_F_NV_F16_161616 (1u << 8)  /* NV coopmat fp16 16x16x16 -> fp32, subgroup scope */
+#define MXA_VK_F_NV_I8_161632 (1u << 9)   /* NV coopmat int8 16x16x32 -> int32 */
+#define MXA_VK_F_SUBGROUP_SHUFFLE (1u << 10)
+#define MXA_VK_F_SUBGROUP_ARITH (1u << 11)
+
+/* What the probe learns about one physical device (probe_data of the runtime). */
+typedef struct vk_probe_data {
+    uint8_t uuid[VK_UUID_SIZE];
+    uint8_t cache_uuid[VK_UUID_SIZE];
+    uint32_t vendor_id, device_id, driver_version, api_version;
+    VkPhysicalDeviceType type;
+    uint32_t flags;               /* MXA_VK_F_* */
+    uint32_t subgroup_size;       /* default subgroup size */
+    uint32_t max_shared;          /* maxComputeSharedMemorySize */
+    uint32_t timestamp_bits;      /* of the compute queue family; 0 = no timing */
+    float timestamp_period;       /* ns per tick */
+    uint32_t queue_family;
+} vk_probe_data;
+
+/* A device buffer (what mxa_buffer handles point to). */
+typedef struct vk_buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    VkDeviceSize size;
+    void *mapped; /* persistent mapping when the memory is host-visible (lavapipe, staging) */
+} vk_buffer;
+
+/* Kernel families; each pipeline is created per (kind, specialization). */
+typedef enum vk_kernel {
+    VK_K_QUANTIZE = 0,
+    VK_K_PREP_QK_F32,
+    VK_K_PREP_QK_F16,
+    VK_K_PREP_V_F32,
+    VK_K_PREP_V_F16,
+    VK_K_ATTN_SCALAR,
+    VK_K_ATTN_COOPMAT_NV,
+    VK_K_COUNT
+} vk_kernel;
+
+#define VK_MAX_BINDINGS 8
+#define VK_MAX_PIPELINES 32
+
+typedef struct vk_pipeline {
+    vk_kernel kernel;
+    int32_t spec[4];
+    VkPipeline pipeline;
+} vk_pipeline;
+
+typedef struct vk_device {
+    const vk_probe_data *probe;
+    VkInstance instance;
+    VkPhysicalDevice physical;
+    VkDevice device;
+    VkQueue queue;
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueryPool timestamps; /* VK_NULL_HANDLE when the queue has no timestamps */
+    VkPipelineCache cache;
+    char cache_key[256];
+    int cache_dirty;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkDescriptorPool desc_pool;
+    VkShaderModule modules[VK_K_COUNT];
+    vk_pipeline pipelines[VK_MAX_PIPELINES];
+    int pipeline_count;
+    uint32_t memory_device_local, memory_host_visible; /* type indices */
+    VkPhysicalDeviceMemoryProperties mem_props;
+    /* scratch kept between calls (grown on demand) */
+    vk_buffer scratch[16];
+    vk_buffer staging;
+} vk_device;
+
+/* ---- vk_loader.c ---- */
+mxa_status vk_loader_init(char *reason, size_t reason_size);
+mxa_status vk_instance_create(VkInstance *out, char *reason, size_t reason_size);
+const char *vk_result_name(VkResult r);
+
+/* ---- vk_probe.c ---- */
+mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data *data, mxa_device_info *info);
+
+/* ---- vk_device.c ---- */
+mxa_status vk_device_open(const vk_probe_data *probe, vk_device **out);
+void vk_device_close(vk_device *dev);
+
+/* ---- vk_buffers.c ---- */
+mxa_status vk_buffer_alloc(vk_device *dev, VkDeviceSize size, int host_visible, vk_buffer *out);
+void vk_buffer_free(vk_device *dev, vk_buffer *buf);
+mxa_status vk_buffer_write(vk_device *dev, vk_buffer *buf, VkDeviceSize offset, const void *src, size_t bytes);
+mxa_status vk_buffer_read(vk_device *dev, const vk_buffer *buf, VkDeviceSize offset, void *dst, size_t bytes);
+mxa_status vk_scratch(vk_device *dev, int slot, VkDeviceSize size, vk_buffer **out);
+
+/* ---- vk_pipelines.c ---- */
+/* One recorded batch of dispatches, submitted and waited for at once. */
+typedef struct vk_batch {
+    vk_device *dev;
+    int timed;   /* timestamps written around the batch */
+    int sets_used;
+} vk_batch;
+int vk_kernel_available(vk_kernel kernel);
+mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch);
+mxa_status vk_batch_fill(vk_batch *batch, vk_buffer *buf, VkDeviceSize size);
+mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[4], uint32_t local_size,
+                             vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,
+                             uint32_t gx, uint32_t gy, uint32_t gz);
+mxa_status vk_batch_submit(vk_batch *batch, double *seconds);
+void vk_pipelines_destroy(vk_device *dev);
+/* Splits n invocations of local size `local` into an x * y grid (the shaders fold y back). */
+void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy);
+
+/* ---- vk_quantize.c / vk_attention.c ---- */
+mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);
+mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_attention_info *info);
+/* The variant attention would run for a call (or the device default when call is NULL). */
+const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_call *call, char *reason,
+                              size_t reason_size);
+
+#endif

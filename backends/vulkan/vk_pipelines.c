@@ -1,0 +1,213 @@
+/*
+ * Shader modules (the SPIR-V embedded at build time), compute pipelines per
+ * (kernel, specialization constants) through the device's VkPipelineCache,
+ * and batches: dispatches recorded into one command buffer, separated by
+ * barriers, submitted once, optionally timed with timestamp queries.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_common.h"
+#include "vk_spirv.h"
+#include "../../runtime/cache.h"
+#include "../../runtime/status.h"
+
+typedef struct spirv_blob {
+    const uint32_t *code;
+    size_t size;
+    const char *name;
+} spirv_blob;
+
+#define BLOB(sym, name) {sym, sizeof(sym), name}
+static const spirv_blob blobs[VK_K_COUNT] = {
+    [VK_K_QUANTIZE] = BLOB(mxa_spv_quantize, "quantize"),
+    [VK_K_PREP_QK_F32] = BLOB(mxa_spv_prep_qk_f32, "prep_qk_f32"),
+    [VK_K_PREP_QK_F16] = BLOB(mxa_spv_prep_qk_f16, "prep_qk_f16"),
+    [VK_K_PREP_V_F32] = BLOB(mxa_spv_prep_v_f32, "prep_v_f32"),
+    [VK_K_PREP_V_F16] = BLOB(mxa_spv_prep_v_f16, "prep_v_f16"),
+    [VK_K_ATTN_SCALAR] = BLOB(mxa_spv_attn_scalar, "attn_scalar"),
+#ifdef MXA_VK_HAVE_ATTN_COOPMAT_NV
+    [VK_K_ATTN_COOPMAT_NV] = BLOB(mxa_spv_attn_coopmat_nv, "attn_coopmat_nv"),
+#endif
+};
+
+int vk_kernel_available(vk_kernel kernel)
+{
+    return kernel < VK_K_COUNT && blobs[kernel].code != NULL;
+}
+
+/* Hash of every embedded shader: part of the pipeline-cache key. */
+uint64_t vk_shader_hash(void);
+uint64_t vk_shader_hash(void)
+{
+    uint64_t h = MXA_HASH_SEED;
+    for (int i = 0; i < VK_K_COUNT; i++)
+        if (blobs[i].code) h = mxa_hash64(blobs[i].code, blobs[i].size, h);
+    return h;
+}
+
+void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy)
+{
+    uint64_t groups = (n + local - 1) / local;
+    if (groups == 0) groups = 1;
+    if (groups <= 65535) {
+        *gx = (uint32_t)groups;
+        *gy = 1;
+    } else {
+        *gx = 65535;
+        *gy = (uint32_t)((groups + 65534) / 65535);
+    }
+}
+
+static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t spec[4], VkPipeline *out)
+{
+    for (int i = 0; i < dev->pipeline_count; i++) {
+        const vk_pipeline *p = &dev->pipelines[i];
+        if (p->kernel == kernel && memcmp(p->spec, spec, sizeof p->spec) == 0) {
+            *out = p->pipeline;
+            return MXA_OK;
+        }
+    }
+    if (!vk_kernel_available(kernel)) return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan: kernel %d is not in this build", (int)kernel);
+    if (dev->pipeline_count == VK_MAX_PIPELINES)
+        return mxa_fail(MXA_ERR_INTERNAL, "vulkan: too many pipeline variants (%d)", VK_MAX_PIPELINES);
+    VkResult r;
+    if (!dev->modules[kernel]) {
+        VkShaderModuleCreateInfo mci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                        .codeSize = blobs[kernel].size,
+                                        .pCode = blobs[kernel].code};
+        if ((r = vkCreateShaderModule(dev->device, &mci, NULL, &dev->modules[kernel])) != VK_SUCCESS)
+            return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkCreateShaderModule(%s) failed: %s", blobs[kernel].name,
+                            vk_result_name(r));
+    }
+    VkSpecializationMapEntry map[4];
+    for (uint32_t i = 0; i < 4; i++) map[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo si = {4, map, 4 * sizeof(int32_t), spec};
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = dev->modules[kernel],
+                  .pName = "main",
+                  .pSpecializationInfo = &si},
+        .layout = dev->layout,
+    };
+    VkPipeline pipe = VK_NULL_HANDLE;
+    if ((r = vkCreateComputePipelines(dev->device, dev->cache, 1, &ci, NULL, &pipe)) != VK_SUCCESS)
+        return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkCreateComputePipelines(%s, spec %d,%d,%d,%d) failed: %s",
+                        blobs[kernel].name, spec[0], spec[1], spec[2], spec[3], vk_result_name(r));
+    vk_pipeline *p = &dev->pipelines[dev->pipeline_count++];
+    p->kernel = kernel;
+    memcpy(p->spec, spec, sizeof p->spec);
+    p->pipeline = pipe;
+    dev->cache_dirty = 1;
+    *out = pipe;
+    return MXA_OK;
+}
+
+void vk_pipelines_destroy(vk_device *dev)
+{
+    for (int i = 0; i < dev->pipeline_count; i++) vkDestroyPipeline(dev->device, dev->pipelines[i].pipeline, NULL);
+    dev->pipeline_count = 0;
+    for (int i = 0; i < VK_K_COUNT; i++)
+        if (dev->modules[i]) {
+            vkDestroyShaderModule(dev->device, dev->modules[i], NULL);
+            dev->modules[i] = VK_NULL_HANDLE;
+        }
+}
+
+static void barrier(vk_device *dev, VkPipelineStageFlags src_stage, VkAccessFlags src)
+{
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                          .srcAccessMask = src,
+                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+    vkCmdPipelineBarrier(dev->cmd, src_stage, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
+                         1, &mb, 0, NULL, 0, NULL);
+}
+
+mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch)
+{
+    batch->dev = dev;
+    batch->timed = timed && dev->timestamps;
+    batch->sets_used = 0;
+    VkResult r = vkResetDescriptorPool(dev->device, dev->desc_pool, 0);
+    if (r == VK_SUCCESS) r = vkResetCommandBuffer(dev->cmd, 0); /* also ends a batch abandoned on an error */
+    VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+    if (r == VK_SUCCESS) r = vkBeginCommandBuffer(dev->cmd, &bi);
+    if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: cannot begin a command buffer: %s", vk_result_name(r));
+    if (batch->timed) {
+        vkCmdResetQueryPool(dev->cmd, dev->timestamps, 0, 2);
+        vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, dev->timestamps, 0);
+    }
+    return MXA_OK;
+}
+
+mxa_status vk_batch_fill(vk_batch *batch, vk_buffer *buf, VkDeviceSize size)
+{
+    vkCmdFillBuffer(batch->dev->cmd, buf->buffer, 0, (size + 3) & ~(VkDeviceSize)3, 0);
+    barrier(batch->dev, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    return MXA_OK;
+}
+
+mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[4], uint32_t local_size,
+                             vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,
+                             uint32_t gx, uint32_t gy, uint32_t gz)
+{
+    (void)local_size;
+    vk_device *dev = batch->dev;
+    VkPipeline pipe = VK_NULL_HANDLE;
+    mxa_status st = get_pipeline(dev, kernel, spec, &pipe);
+    if (st) return st;
+    VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                      .descriptorPool = dev->desc_pool,
+                                      .descriptorSetCount = 1,
+                                      .pSetLayouts = &dev->set_layout};
+    VkDescriptorSet set;
+    VkResult r = vkAllocateDescriptorSets(dev->device, &ai, &set);
+    if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkAllocateDescriptorSets failed: %s", vk_result_name(r));
+    batch->sets_used++;
+    VkDescriptorBufferInfo bi[VK_MAX_BINDINGS];
+    VkWriteDescriptorSet w[VK_MAX_BINDINGS];
+    for (int i = 0; i < VK_MAX_BINDINGS; i++) {
+        const vk_buffer *b = bindings[i < nbindings ? i : 0]; /* unused bindings repeat the first */
+        bi[i] = (VkDescriptorBufferInfo){b->buffer, 0, VK_WHOLE_SIZE};
+        w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                      .dstSet = set,
+                                      .dstBinding = (uint32_t)i,
+                                      .descriptorCount = 1,
+                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                      .pBufferInfo = &bi[i]};
+    }
+    vkUpdateDescriptorSets(dev->device, VK_MAX_BINDINGS, w, 0, NULL);
+    vkCmdBindPipeline(dev->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    vkCmdBindDescriptorSets(dev->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dev->layout, 0, 1, &set, 0, NULL);
+    if (push_size) vkCmdPushConstants(dev->cmd, dev->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
+    vkCmdDispatch(dev->cmd, gx, gy, gz);
+    barrier(dev, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+    return MXA_OK;
+}
+
+mxa_status vk_batch_submit(vk_batch *batch, double *seconds)
+{
+    vk_device *dev = batch->dev;
+    if (batch->timed) vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, dev->timestamps, 1);
+    VkResult r = vkEndCommandBuffer(dev->cmd);
+    VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &dev->cmd};
+    if (r == VK_SUCCESS) r = vkQueueSubmit(dev->queue, 1, &si, dev->fence);
+    if (r == VK_SUCCESS) r = vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, UINT64_MAX);
+    vkResetFences(dev->device, 1, &dev->fence);
+    if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: kernel submission failed: %s", vk_result_name(r));
+    if (seconds) *seconds = -1.0;
+    if (batch->timed && seconds) {
+        uint64_t ts[2];
+        if (vkGetQueryPoolResults(dev->device, dev->timestamps, 0, 2, sizeof ts, ts, sizeof ts[0],
+                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
+            uint64_t mask = dev->probe->timestamp_bits >= 64 ? ~0ull : ((1ull << dev->probe->timestamp_bits) - 1);
+            uint64_t ticks = (ts[1] - ts[0]) & mask;
+            *seconds = (double)ticks * dev->probe->timestamp_period * 1e-9;
+        }
+    }
+    return MXA_OK;
+}

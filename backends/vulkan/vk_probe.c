@@ -1,0 +1,262 @@
+/*
+ * The capability probe: one pNext chain of feature and property structures per
+ * physical device. A feature counts only when its extension is present (or its
+ * core version is) AND its feature bit is set.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_common.h"
+#include "../../runtime/status.h"
+
+#define VK_DEFAULT_BC 64
+
+typedef struct ext_list {
+    VkExtensionProperties *props;
+    uint32_t count;
+} ext_list;
+
+static int has_ext(const ext_list *l, const char *name)
+{
+    for (uint32_t i = 0; i < l->count; i++)
+        if (strcmp(l->props[i].extensionName, name) == 0) return 1;
+    return 0;
+}
+
+static void append(void **tail, void *s)
+{
+    /* every Vulkan structure starts with sType, pNext */
+    VkBaseOutStructure *t = (VkBaseOutStructure *)*tail;
+    t->pNext = (VkBaseOutStructure *)s;
+    *tail = s;
+}
+
+static void add_cap(char *buf, size_t size, const char *what)
+{
+    size_t len = strlen(buf);
+    if (len + strlen(what) + 2 < size) snprintf(buf + len, size - len, "%s%s", len ? " " : "", what);
+}
+
+/* Device score for "auto": a discrete GPU with matrix units first; lavapipe (a
+ * CPU device) below mxa's native CPU backend (score 0) so that CI picks the CPU. */
+static int device_score(const vk_probe_data *d)
+{
+    int coop = (d->flags & MXA_VK_F_COOPMAT_NV) != 0;
+    switch (d->type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return coop ? 100 : 50;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return coop ? 40 : 20;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 10;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return -10;
+    default: return -5;
+    }
+}
+
+static void probe_coopmat_nv(VkPhysicalDevice pd, vk_probe_data *data)
+{
+    if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) return;
+    uint32_t n = 0;
+    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, NULL) != VK_SUCCESS || n == 0) return;
+    VkCooperativeMatrixPropertiesNV *p = calloc(n, sizeof *p);
+    if (!p) return;
+    for (uint32_t i = 0; i < n; i++) p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, p) == VK_SUCCESS) {
+        for (uint32_t i = 0; i < n; i++) {
+            if (p[i].scope != VK_SCOPE_SUBGROUP_NV) continue;
+            if (p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 && p[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                p[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV && p[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV)
+                data->flags |= MXA_VK_F_NV_F16_161616;
+            if (p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 32 && p[i].AType == VK_COMPONENT_TYPE_SINT8_NV &&
+                p[i].BType == VK_COMPONENT_TYPE_SINT8_NV && p[i].CType == VK_COMPONENT_TYPE_SINT32_NV &&
+                p[i].DType == VK_COMPONENT_TYPE_SINT32_NV)
+                data->flags |= MXA_VK_F_NV_I8_161632;
+        }
+    }
+    free(p);
+}
+
+mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data *data, mxa_device_info *info)
+{
+    mxa_status st = MXA_OK;
+    ext_list ext = {0};
+    VkQueueFamilyProperties *qf = NULL;
+    memset(data, 0, sizeof *data);
+
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &ext.count, NULL) == VK_SUCCESS && ext.count) {
+        ext.props = calloc(ext.count, sizeof *ext.props);
+        if (!ext.props) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "vulkan probe: out of memory");
+        if (vkEnumerateDeviceExtensionProperties(pd, NULL, &ext.count, ext.props) != VK_SUCCESS) ext.count = 0;
+    }
+    VkPhysicalDeviceProperties base;
+    vkGetPhysicalDeviceProperties(pd, &base);
+    const uint32_t api = base.apiVersion;
+    const int v12 = api >= VK_API_VERSION_1_2, v13 = api >= VK_API_VERSION_1_3;
+    const int e_f16i8 = v12 || has_ext(&ext, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+    const int e_s8 = v12 || has_ext(&ext, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
+    const int e_dot = v13 || has_ext(&ext, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    const int e_sgc = v13 || has_ext(&ext, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    const int e_nv = has_ext(&ext, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    const int e_khr = has_ext(&ext, MXA_VK_KHR_COOPMAT_NAME);
+    const int e_drv = v12 || has_ext(&ext, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+
+    /* ---- features: one chain, only structures whose extension/version exists ---- */
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    VkPhysicalDevice16BitStorageFeatures f_s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features f_f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDevice8BitStorageFeatures f_s8 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures f_dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    VkPhysicalDeviceSubgroupSizeControlFeatures f_sgc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV f_nv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    mxa_vk_coopmat_features_khr f_khr = {.sType = MXA_VK_STYPE_COOPMAT_FEATURES_KHR};
+    void *tail = &f2;
+    append(&tail, &f_s16);
+    if (e_f16i8) append(&tail, &f_f16);
+    if (e_s8) append(&tail, &f_s8);
+    if (e_dot) append(&tail, &f_dot);
+    if (e_sgc) append(&tail, &f_sgc);
+    if (e_nv) append(&tail, &f_nv);
+    if (e_khr) append(&tail, &f_khr);
+    vkGetPhysicalDeviceFeatures2(pd, &f2);
+
+    /* ---- properties: the same rule ---- */
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    VkPhysicalDeviceIDProperties p_id = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties p_sg = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceSubgroupSizeControlProperties p_sgc = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    VkPhysicalDeviceShaderIntegerDotProductProperties p_dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+    VkPhysicalDeviceCooperativeMatrixPropertiesNV p_nv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+    mxa_vk_coopmat_features_khr p_khr = {.sType = MXA_VK_STYPE_COOPMAT_DEVICE_PROPERTIES_KHR}; /* sType, pNext, stages */
+    VkPhysicalDeviceDriverProperties p_drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    tail = &p2;
+    append(&tail, &p_id);
+    append(&tail, &p_sg);
+    if (e_sgc) append(&tail, &p_sgc);
+    if (e_dot) append(&tail, &p_dot);
+    if (e_nv) append(&tail, &p_nv);
+    if (e_khr) append(&tail, &p_khr);
+    if (e_drv) append(&tail, &p_drv);
+    vkGetPhysicalDeviceProperties2(pd, &p2);
+
+    memcpy(data->uuid, p_id.deviceUUID, VK_UUID_SIZE);
+    memcpy(data->cache_uuid, base.pipelineCacheUUID, VK_UUID_SIZE);
+    data->vendor_id = base.vendorID;
+    data->device_id = base.deviceID;
+    data->driver_version = base.driverVersion;
+    data->api_version = api;
+    data->type = base.deviceType;
+    data->subgroup_size = p_sg.subgroupSize;
+    data->max_shared = base.limits.maxComputeSharedMemorySize;
+    data->timestamp_period = base.limits.timestampPeriod;
+
+    if (f_s16.storageBuffer16BitAccess) data->flags |= MXA_VK_F_STORAGE16;
+    if (e_f16i8 && f_f16.shaderFloat16) data->flags |= MXA_VK_F_FP16;
+    if (e_f16i8 && f_f16.shaderInt8) data->flags |= MXA_VK_F_INT8;
+    if (e_s8 && f_s8.storageBuffer8BitAccess) data->flags |= MXA_VK_F_STORAGE8;
+    if (e_dot && f_dot.shaderIntegerDotProduct) data->flags |= MXA_VK_F_INT_DOT;
+    if (e_sgc && f_sgc.subgroupSizeControl && f_sgc.computeFullSubgroups) data->flags |= MXA_VK_F_SUBGROUP_CTRL;
+    if (e_nv && f_nv.cooperativeMatrix && (p_nv.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT))
+        data->flags |= MXA_VK_F_COOPMAT_NV;
+    if (e_khr && f_khr.cooperativeMatrix) data->flags |= MXA_VK_F_COOPMAT_KHR;
+    if ((p_sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+        (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT))
+        data->flags |= MXA_VK_F_SUBGROUP_SHUFFLE;
+    if ((p_sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+        (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+        (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT))
+        data->flags |= MXA_VK_F_SUBGROUP_ARITH;
+    if (data->flags & MXA_VK_F_COOPMAT_NV) probe_coopmat_nv(pd, data);
+    uint32_t khr_configs = 0;
+    if (data->flags & MXA_VK_F_COOPMAT_KHR) {
+        mxa_pfn_coopmat_props_khr fn =
+            (mxa_pfn_coopmat_props_khr)vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+        if (!fn || fn(pd, &khr_configs, NULL) != VK_SUCCESS) khr_configs = 0;
+    }
+
+    /* compute queue family and its timestamp support */
+    uint32_t nqf = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nqf, NULL);
+    qf = calloc(nqf ? nqf : 1, sizeof *qf);
+    if (!qf) {
+        st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "vulkan probe: out of memory");
+        goto out;
+    }
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nqf, qf);
+    data->queue_family = UINT32_MAX;
+    for (uint32_t i = 0; i < nqf; i++)
+        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+            /* prefer a compute family that is not also graphics (async compute) only if it has timestamps */
+            if (data->queue_family == UINT32_MAX) data->queue_family = i;
+        }
+    if (data->queue_family == UINT32_MAX) {
+        st = MXA_ERR_NOT_FOUND;
+        goto out;
+    }
+    data->timestamp_bits = base.limits.timestampComputeAndGraphics || qf[data->queue_family].timestampValidBits
+                               ? qf[data->queue_family].timestampValidBits : 0;
+
+    /* ---- the public description ---- */
+    VkPhysicalDeviceMemoryProperties mem;
+    vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+    uint64_t device_local = 0;
+    for (uint32_t i = 0; i < mem.memoryHeapCount; i++)
+        if ((mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) && mem.memoryHeaps[i].size > device_local)
+            device_local = mem.memoryHeaps[i].size;
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "%.120s", base.deviceName);
+    snprintf(info->vendor, sizeof info->vendor, "0x%04x", base.vendorID);
+    if (e_drv)
+        snprintf(info->driver, sizeof info->driver, "%.48s %.48s (id %d, version 0x%x)", p_drv.driverName,
+                 p_drv.driverInfo, (int)p_drv.driverID, base.driverVersion);
+    else
+        snprintf(info->driver, sizeof info->driver, "version 0x%x", base.driverVersion);
+    info->memory_bytes = device_local;
+    info->compute_units = 0; /* Vulkan does not expose it */
+    info->subgroup_min = info->subgroup_max = p_sg.subgroupSize;
+    if (e_sgc && p_sgc.minSubgroupSize) {
+        info->subgroup_min = p_sgc.minSubgroupSize;
+        info->subgroup_max = p_sgc.maxSubgroupSize;
+    }
+    info->shared_memory_bytes = base.limits.maxComputeSharedMemorySize;
+    char *caps = info->capabilities;
+    size_t cs = sizeof info->capabilities;
+    snprintf(caps, cs, "vk%u.%u", VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
+    if (data->flags & MXA_VK_F_FP16) { info->caps |= MXA_CAP_FP16; add_cap(caps, cs, "fp16"); }
+    if (data->flags & MXA_VK_F_INT8) { info->caps |= MXA_CAP_INT8; add_cap(caps, cs, "int8"); }
+    if (data->flags & MXA_VK_F_STORAGE16) add_cap(caps, cs, "storage16");
+    if (data->flags & MXA_VK_F_STORAGE8) add_cap(caps, cs, "storage8");
+    if (data->flags & MXA_VK_F_INT_DOT) {
+        info->caps |= MXA_CAP_INT_DOT;
+        add_cap(caps, cs, p_dot.integerDotProduct4x8BitPackedSignedAccelerated ? "int-dot(accel 4x8 packed)" : "int-dot");
+    }
+    if (data->flags & MXA_VK_F_SUBGROUP_ARITH) { info->caps |= MXA_CAP_SUBGROUPS; add_cap(caps, cs, "subgroups"); }
+    if (data->flags & MXA_VK_F_SUBGROUP_CTRL) add_cap(caps, cs, "subgroup-size-control");
+    if (data->flags & MXA_VK_F_COOPMAT_NV) {
+        info->caps |= MXA_CAP_COOPMAT;
+        add_cap(caps, cs, "coopmat-nv");
+        if (data->flags & MXA_VK_F_NV_F16_161616) add_cap(caps, cs, "(f16 16x16x16");
+        if (data->flags & MXA_VK_F_NV_I8_161632) add_cap(caps, cs, "i8 16x16x32");
+        if (data->flags & (MXA_VK_F_NV_F16_161616 | MXA_VK_F_NV_I8_161632)) add_cap(caps, cs, ")");
+    }
+    if (data->flags & MXA_VK_F_COOPMAT_KHR) {
+        info->caps |= MXA_CAP_COOPMAT;
+        char t[48];
+        snprintf(t, sizeof t, "coopmat-khr(%u configs)", khr_configs);
+        add_cap(caps, cs, t);
+    }
+    if (data->timestamp_bits > 0) {
+        info->caps |= MXA_CAP_TIMESTAMPS;
+        add_cap(caps, cs, "timestamps");
+    }
+    const char *variant = vk_choose_variant(data, NULL, info->variant_reason, sizeof info->variant_reason);
+    snprintf(info->variant, sizeof info->variant, "%s", variant);
+    info->default_bc = VK_DEFAULT_BC;
+    info->score = device_score(data);
+out:
+    free(qf);
+    free(ext.props);
+    return st;
+}

@@ -1,0 +1,56 @@
+/* Run with VK_DRIVER_FILES pointing at nothing: the Vulkan backend is absent,
+ * says why, and the runtime (CPU) still works. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mxa/mxa.h"
+#include "testutil.h"
+
+static void test_absent(void **state)
+{
+    (void)state;
+    mxa_runtime *rt = NULL;
+    assert_int_equal(mxa_runtime_create(NULL, &rt), MXA_OK);
+    int n = 0, found = 0;
+    assert_int_equal(mxa_backend_count(rt, &n), MXA_OK);
+    for (int i = 0; i < n; i++) {
+        mxa_backend_info bi;
+        assert_int_equal(mxa_backend_get_info(rt, i, &bi), MXA_OK);
+        if (strcmp(bi.name, "vulkan") != 0) continue;
+        found = 1;
+        assert_true(bi.built);
+        assert_false(bi.present);
+        assert_int_equal(bi.device_count, 0);
+        assert_true(strlen(bi.reason) > 0);
+        print_message("vulkan absent: %s\n", bi.reason);
+    }
+    assert_true(found);
+    mxa_device *dev = NULL;
+    assert_int_equal(mxa_device_open(rt, "vulkan:0", &dev), MXA_ERR_NOT_FOUND);
+    assert_null(dev);
+    /* "auto" still opens a device (the CPU) and attention works */
+    assert_int_equal(mxa_device_open(rt, "auto", &dev), MXA_OK);
+    float q[64], k[64], v[64], o[64];
+    tu_rng r = {7};
+    tu_fill_normal(&r, q, 64, 1.0f);
+    tu_fill_normal(&r, k, 64, 1.0f);
+    tu_fill_normal(&r, v, 64, 1.0f);
+    mxa_tensor tq = tu_tensor(q, 1, 1, 2, 32), tk = tu_tensor(k, 1, 1, 2, 32), tv = tu_tensor(v, 1, 1, 2, 32),
+               to = tu_tensor(o, 1, 1, 2, 32);
+    mxa_attention_desc desc;
+    mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION);
+    assert_int_equal(mxa_attention(dev, &desc, &tq, &tk, &tv, &to, NULL, NULL), MXA_OK);
+    mxa_device_close(dev);
+    mxa_runtime_destroy(rt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_absent)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
