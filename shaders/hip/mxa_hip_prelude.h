@@ -60,8 +60,8 @@ typedef unsigned long long mxa_u64;
 #define MXA_INF __builtin_inff()
 #define MXA_NAN __builtin_nanf("")
 
-MXA_DEV mxa_u32 mxa_bits(float x) { return __builtin_bit_cast(mxa_u32, x); }
-
 #endif /* MXA_HIP_EMULATE */
+
+MXA_DEV mxa_u32 mxa_bits(float x) { return __builtin_bit_cast(mxa_u32, x); }
 
 #endif

@@ -10,6 +10,7 @@
  *   FAKE_HIP_OOM=1                hipMalloc fails with hipErrorOutOfMemory
  *   FAKE_HIPRTC_FAIL=1            hiprtcCompileProgram fails with a compiler log
  *   FAKE_HIP_LOG=path             appends one line per compile, module load, launch, malloc, free
+ *   FAKE_HIP_EMULATE=1            (the fake_hip_emu build) runs launches on the host emulator
  * Code objects are "FAKECO" + the program name + options; hipModuleLoadData
  * rejects anything else. Kernels do nothing but get logged with their grid.
  * Built twice more: FAKE_OMIT_LAUNCH (lacks hipModuleLaunchKernel) and
@@ -31,6 +32,7 @@ typedef struct fake_program {
 
 typedef struct fake_function {
     char name[64];
+    const void *module; /* its fake_module */
 } fake_function;
 
 typedef struct fake_module {
@@ -70,6 +72,12 @@ EXPORT int hiprtcGetCodeSize(void *prog, size_t *size);
 EXPORT int hiprtcGetCode(void *prog, char *code);
 EXPORT int hiprtcDestroyProgram(void **prog);
 EXPORT const char *hiprtcGetErrorString(int r);
+
+#ifdef FAKE_EMULATE
+/* tests/hip/emu: runs the real kernel sources on the host. */
+int fake_emu_launch(const char *fn, const char *image, unsigned gx, unsigned gy, unsigned gz, unsigned threads,
+                    void **params);
+#endif
 
 static const char fake_log_text[] = "mxa_attention.hip:42:7: error: fake failure for the test\n1 error generated.";
 
@@ -224,6 +232,7 @@ int hipModuleGetFunction(void **fn, void *module, const char *name)
     if (m->nfns == 4) return 500; /* hipErrorNotFound */
     fake_function *f = &m->fns[m->nfns++];
     snprintf(f->name, sizeof f->name, "%s", name);
+    f->module = m;
     *fn = f;
     return 0;
 }
@@ -233,7 +242,12 @@ int hipModuleLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsig
                           unsigned shared, void *stream, void **params, void **extra)
 {
     (void)by, (void)bz, (void)shared, (void)stream, (void)extra;
-    record("launch %s %u %u %u %u %s", ((fake_function *)fn)->name, gx, gy, gz, bx, params && params[0] ? "args" : "none");
+    const fake_function *f = fn;
+    record("launch %s %u %u %u %u %s", f->name, gx, gy, gz, bx, params && params[0] ? "args" : "none");
+#ifdef FAKE_EMULATE
+    if (env_long("FAKE_HIP_EMULATE", 0))
+        return fake_emu_launch(f->name, ((const fake_module *)f->module)->image, gx, gy, gz, bx, params);
+#endif
     return 0;
 }
 #endif
