@@ -9,6 +9,7 @@
 
 #define CPU_FN(name) cpu_avx512_##name
 #define CPU_EXP(x) expf(x)
+#define CPU_HAVE_QUANTIZE 1
 #define CPU_HAVE_SOFTMAX 1
 #define CPU_HAVE_QK_INT 1
 #define CPU_HAVE_PV_INT 1
@@ -66,6 +67,57 @@ static inline __m512 round2_512(__m512 w)
     const __m512 c = _mm512_castsi512_ps(_mm512_add_epi32(eb, _mm512_set1_epi32(22 << 23)));
     const __m512 r = _mm512_sub_ps(_mm512_add_ps(w, c), c);
     return _mm512_min_ps(r, _mm512_set1_ps(12.0f));
+}
+
+/* cpu_lanes.h's quantize with intrinsics (the compiler does not vectorize
+ * that one well): same outputs, same rounding, NaN blocks included. */
+static void cpu_avx512_quantize(const float *x, int nblk, cpu_rule rule, int offset, const cpu_quant_out *out)
+{
+    const __m512i absmask = _mm512_set1_epi32(0x7fffffff), nibtab = _mm512_setr_epi32(0, 1, 2, 3, 4, 0, 5, 0, 6, 0, 0, 0, 7, 0, 0, 0);
+    const __m512 one = _mm512_set1_ps(1.0f), nan = _mm512_set1_ps(NAN);
+    for (int b = 0; b < nblk; b++) {
+        const float *xb = x + (size_t)b * 32 * CPU_LANES;
+        __m512i mx = _mm512_setzero_si512();
+        for (int i = 0; i < 32; i++) mx = _mm512_max_epi32(mx, _mm512_and_si512(_mm512_loadu_si512(xb + i * CPU_LANES), absmask));
+        const __mmask16 bad = _mm512_cmpge_epi32_mask(mx, _mm512_set1_epi32(0x7f800000));
+        const __m512i e = _mm512_maskz_mov_epi32((__mmask16)~bad, exponent512(mx, rule));
+        const __m512 to_w = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_set1_epi32(1), e));
+        const __m512 half = _mm512_scalef_ps(one, _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(1))));
+        if (out->scale)
+            _mm512_storeu_ps(out->scale + b * CPU_LANES, _mm512_mask_mov_ps(_mm512_scalef_ps(one, _mm512_cvtepi32_ps(e)), bad, nan));
+        if (out->sbyte)
+            _mm_storeu_si128((__m128i *)(out->sbyte + b * CPU_LANES),
+                             _mm512_cvtepi32_epi8(_mm512_mask_mov_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), bad, _mm512_set1_epi32(0xff))));
+        __m512i sum = _mm512_setzero_si512();
+        for (int t = 0; t < CPU_WORDS; t++) {
+            __m512i word = _mm512_setzero_si512();
+            for (int k = 0; k < 4; k++) {
+                const int i = 4 * t + k;
+                const __m512i xv = _mm512_loadu_si512(xb + i * CPU_LANES);
+                const __m512 a = _mm512_castsi512_ps(_mm512_and_si512(xv, absmask));
+                const __m512 w = _mm512_maskz_mov_ps((__mmask16)~bad, round2_512(_mm512_scalef_ps(a, to_w)));
+                const __m512i d = _mm512_cvtps_epi32(w);
+                const __mmask16 neg = _mm512_cmplt_epi32_mask(xv, _mm512_setzero_si512()); /* the sign bit */
+                const __m512i sd = _mm512_mask_sub_epi32(d, neg, _mm512_setzero_si512(), d);
+                sum = _mm512_add_epi32(sum, sd);
+                const __m512i byte = _mm512_and_si512(_mm512_add_epi32(sd, _mm512_set1_epi32(offset)), _mm512_set1_epi32(0xff));
+                word = _mm512_or_si512(word, _mm512_sll_epi32(byte, _mm_cvtsi32_si128(8 * k)));
+                if (out->decoded) {
+                    const __m512i sign = _mm512_andnot_si512(absmask, xv);
+                    const __m512 dec = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_mul_ps(w, half)), sign));
+                    _mm512_storeu_ps(out->decoded + (size_t)(b * 32 + i) * CPU_LANES, _mm512_mask_mov_ps(dec, bad, nan));
+                }
+                if (out->nibble) {
+                    __m512i c = _mm512_permutexvar_epi32(d, nibtab);
+                    c = _mm512_mask_or_epi32(c, neg, c, _mm512_set1_epi32(8));
+                    c = _mm512_maskz_mov_epi32((__mmask16)~bad, c);
+                    _mm_storeu_si128((__m128i *)(out->nibble + (size_t)(b * 32 + i) * CPU_LANES), _mm512_cvtepi32_epi8(c));
+                }
+            }
+            if (out->packed) _mm512_storeu_si512(out->packed + (size_t)(b * CPU_WORDS + t) * CPU_LANES, word);
+        }
+        if (out->sum) _mm512_storeu_si512(out->sum + b * CPU_LANES, sum);
+    }
 }
 
 /* P^ of one 32-key block already holding P~ (p, [32][16]); adds the decoded

@@ -64,6 +64,7 @@ static inline float CPU_FN(round2)(float w)
     return r < 12.0f ? r : 12.0f;
 }
 
+#ifndef CPU_HAVE_QUANTIZE
 static void CPU_FN(quantize)(const float *x, int nblk, cpu_rule rule, int offset, const cpu_quant_out *out)
 {
     for (int b = 0; b < nblk; b++) {
@@ -120,6 +121,7 @@ static void CPU_FN(quantize)(const float *x, int nblk, cpu_rule rule, int offset
             for (int l = 0; l < L; l++) out->sum[b * L + l] = sum[l];
     }
 }
+#endif
 
 static void CPU_FN(rotate)(float *x, int d)
 {

@@ -1,0 +1,558 @@
+/*
+ * mxa bench [--device ID] [--shape B,H,N,D | --shapes PRESET] [--recipe R] [--causal] [--bc N] [--reps N] [--json]
+ *
+ * Times attention on one device, side by side in the same run: the chosen
+ * recipe, the same device's fp32 recipe, and a materialised fp32 attention
+ * built on OpenBLAS sgemm (S = QK^T, softmax, PV, in row chunks). Reports the
+ * median after a warm-up, effective TFLOP/s (4 B H Nq Nk D / t, halved when
+ * causal), the ratios, mxa_quantize throughput, and on AVX-512 VNNI machines
+ * the measured int8 peak and the fraction of it the kernel reaches.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(MXA_HAVE_OPENBLAS)
+#include <cblas.h>
+#endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define BENCH_HAVE_VNNI_PEAK 1
+#endif
+
+#include "cli.h"
+#include "commands.h"
+
+typedef struct shape {
+    int64_t b, h, n, d;
+    int causal;
+} shape;
+
+typedef struct result {
+    shape s;
+    double t_recipe, t_fp32, t_blas, t_sgemm; /* medians, seconds; < 0 when not run */
+    double quant_gbs;
+    char variant[48];
+    int bc;
+} result;
+
+static int progress_on;
+
+static void progress(const char *fmt, const char *a, const shape *s, int rep, int reps)
+{
+    if (!progress_on) return;
+    fprintf(stderr, "\r\033[K");
+    fprintf(stderr, fmt, a, (long long)s->b, (long long)s->h, (long long)s->n, (long long)s->d, rep, reps);
+    fflush(stderr);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static double flops(const shape *s)
+{
+    const double f = 4.0 * (double)s->b * (double)s->h * (double)s->n * (double)s->n * (double)s->d;
+    return s->causal ? f / 2 : f;
+}
+
+/* ------------------------------------------------------ the device's runs */
+
+typedef struct dev_inputs {
+    mxa_buffer *q, *k, *v, *o;
+    mxa_tensor tq, tk, tv, to;
+} dev_inputs;
+
+static void inputs_free(dev_inputs *in)
+{
+    mxa_buffer_destroy(in->q);
+    mxa_buffer_destroy(in->k);
+    mxa_buffer_destroy(in->v);
+    mxa_buffer_destroy(in->o);
+    memset(in, 0, sizeof *in);
+}
+
+/* Device-resident inputs, so the timing holds no host copies. */
+static int inputs_upload(mxa_device *dev, const shape *s, const float *q, const float *k, const float *v,
+                         dev_inputs *in)
+{
+    const size_t bytes = (size_t)(s->b * s->h * s->n * s->d) * sizeof(float);
+    mxa_status st;
+    memset(in, 0, sizeof *in);
+    if ((st = mxa_buffer_create(dev, bytes, &in->q)) || (st = mxa_buffer_create(dev, bytes, &in->k)) ||
+        (st = mxa_buffer_create(dev, bytes, &in->v)) || (st = mxa_buffer_create(dev, bytes, &in->o)) ||
+        (st = mxa_buffer_upload(in->q, 0, q, bytes)) || (st = mxa_buffer_upload(in->k, 0, k, bytes)) ||
+        (st = mxa_buffer_upload(in->v, 0, v, bytes))) {
+        inputs_free(in);
+        return cli_library_error("bench: device buffers", st);
+    }
+    mxa_buffer *bufs[4] = {in->q, in->k, in->v, in->o};
+    mxa_tensor *ts[4] = {&in->tq, &in->tk, &in->tv, &in->to};
+    for (int i = 0; i < 4; i++) {
+        memset(ts[i], 0, sizeof *ts[i]);
+        ts[i]->dtype = MXA_F32;
+        ts[i]->shape[0] = s->b, ts[i]->shape[1] = s->h, ts[i]->shape[2] = s->n, ts[i]->shape[3] = s->d;
+        ts[i]->buffer = bufs[i];
+    }
+    return CLI_OK;
+}
+
+static int time_attention(mxa_device *dev, const mxa_attention_desc *desc, dev_inputs *in, const shape *s,
+                          const char *label, int reps, double *out, mxa_attention_info *info)
+{
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    if (!t) {
+        cli_error("bench: out of memory");
+        return CLI_FAIL;
+    }
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+        progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", label, s, r + 1, reps);
+        const double t0 = cli_now();
+        mxa_status st = mxa_attention(dev, desc, &in->tq, &in->tk, &in->tv, &in->to, NULL, info);
+        if (st) {
+            free(t);
+            return cli_library_error("bench: attention", st);
+        }
+        if (r >= 0) t[r] = cli_now() - t0;
+    }
+    *out = median(t, reps);
+    free(t);
+    return CLI_OK;
+}
+
+static int time_quantize(mxa_device *dev, const shape *s, float *x, int reps, double *gbs)
+{
+    const int64_t rows = s->b * s->h * s->n, nblk = (s->d + 31) / 32;
+    uint8_t *codes = malloc((size_t)(rows * nblk * 16)), *scales = malloc((size_t)(rows * nblk));
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    int rc = CLI_OK;
+    mxa_tensor tx;
+    mxa_tensor_init(&tx, MXA_F32, s->b, s->h, s->n, s->d, x);
+    if (!codes || !scales || !t) {
+        cli_error("bench: out of memory");
+        rc = CLI_FAIL;
+        goto out;
+    }
+    for (int r = -1; r < reps; r++) {
+        progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "quantize", s, r + 1, reps);
+        const double t0 = cli_now();
+        mxa_status st = mxa_quantize(dev, &tx, mxa_rule_uos(), codes, scales);
+        if (st) {
+            rc = cli_library_error("bench: quantize", st);
+            goto out;
+        }
+        if (r >= 0) t[r] = cli_now() - t0;
+    }
+    *gbs = (double)(rows * s->d) * 4.0 / median(t, reps) / 1e9;
+out:
+    free(codes);
+    free(scales);
+    free(t);
+    return rc;
+}
+
+/* ------------------------------------------- materialised fp32 (OpenBLAS) */
+
+#if defined(MXA_HAVE_OPENBLAS)
+/* e^x, lane-wise and branch-free so the compiler vectorizes the softmax. */
+static inline float bench_exp(float x)
+{
+    x = x < -87.0f ? -87.0f : x;
+    const float t = x * 1.44269504f + 12582912.0f, n = t - 12582912.0f;
+    const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+    float p = 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    uint32_t tb;
+    memcpy(&tb, &t, sizeof tb);
+    const uint32_t sb = (tb - 0x4b400000u + 127u) << 23;
+    float sc;
+    memcpy(&sc, &sb, sizeof sc);
+    return p * sc;
+}
+
+typedef struct softmax_job {
+    float *s;
+    int64_t rows, cols, row0, nq, nk;
+    int causal, part, parts;
+} softmax_job;
+
+static void *softmax_rows(void *arg)
+{
+    const softmax_job *j = arg;
+    for (int64_t r = j->part; r < j->rows; r += j->parts) {
+        float *row = j->s + r * j->cols;
+        const int64_t visible = j->causal ? j->row0 + r + j->nk - j->nq + 1 : j->cols;
+        const int64_t n = visible < 0 ? 0 : (visible > j->cols ? j->cols : visible);
+        /* 16 partial maxima and sums so that every loop vectorizes */
+        float pm[16], ps[16], m = -INFINITY, sum = 0.0f;
+        int64_t c16 = n / 16 * 16;
+        for (int l = 0; l < 16; l++) pm[l] = -INFINITY, ps[l] = 0.0f;
+        for (int64_t c = 0; c < c16; c += 16)
+            for (int l = 0; l < 16; l++) pm[l] = row[c + l] > pm[l] ? row[c + l] : pm[l];
+        for (int64_t c = c16; c < n; c++) m = row[c] > m ? row[c] : m;
+        for (int l = 0; l < 16; l++) m = pm[l] > m ? pm[l] : m;
+        for (int64_t c = 0; c < n; c++) row[c] = bench_exp(row[c] - m);
+        for (int64_t c = 0; c < c16; c += 16)
+            for (int l = 0; l < 16; l++) ps[l] += row[c + l];
+        for (int64_t c = c16; c < n; c++) sum += row[c];
+        for (int l = 0; l < 16; l++) sum += ps[l];
+        const float inv = n ? 1.0f / sum : 0.0f;
+        for (int64_t c = 0; c < n; c++) row[c] *= inv;
+        for (int64_t c = n; c < j->cols; c++) row[c] = 0.0f;
+    }
+    return NULL;
+}
+
+/* One run: per head, rows in chunks: S = scale Q K^T (sgemm), softmax, O = P V (sgemm). */
+static int blas_attention(const shape *s, const float *q, const float *k, const float *v, float *o, int threads,
+                          double *sgemm_seconds)
+{
+    const int64_t n = s->n, d = s->d, chunk = 512;
+    float *sbuf = malloc(sizeof(float) * (size_t)(chunk * n));
+    if (!sbuf) {
+        cli_error("bench: out of memory for the materialised scores");
+        return CLI_FAIL;
+    }
+    const float scale = 1.0f / sqrtf((float)d);
+    *sgemm_seconds = 0.0;
+    for (int64_t bh = 0; bh < s->b * s->h; bh++)
+        for (int64_t r0 = 0; r0 < n; r0 += chunk) {
+            const int64_t rows = n - r0 < chunk ? n - r0 : chunk;
+            const float *qh = q + (bh * n + r0) * d, *kh = k + bh * n * d, *vh = v + bh * n * d;
+            double t0 = cli_now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)n, (int)d, scale, qh, (int)d, kh,
+                        (int)d, 0.0f, sbuf, (int)n);
+            *sgemm_seconds += cli_now() - t0;
+            pthread_t tid[64];
+            softmax_job jobs[64];
+            const int parts = threads < 1 ? 1 : (threads > 64 ? 64 : threads);
+            int started = 0;
+            for (int p = 0; p < parts; p++) {
+                jobs[p] = (softmax_job){sbuf, rows, n, r0, n, n, s->causal, p, parts};
+                if (p > 0 && pthread_create(&tid[p], NULL, softmax_rows, &jobs[p]) == 0) {
+                    started |= 1 << (p & 31);
+                    continue;
+                }
+                if (p > 0) softmax_rows(&jobs[p]); /* no thread: do it here */
+            }
+            softmax_rows(&jobs[0]);
+            for (int p = 1; p < parts; p++)
+                if (started & (1 << (p & 31))) pthread_join(tid[p], NULL);
+            t0 = cli_now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)d, (int)n, 1.0f, sbuf, (int)n, vh,
+                        (int)d, 0.0f, o + (bh * n + r0) * d, (int)d);
+            *sgemm_seconds += cli_now() - t0;
+        }
+    free(sbuf);
+    return CLI_OK;
+}
+
+static int time_blas(const shape *s, const float *q, const float *k, const float *v, int threads, int reps,
+                     double *total, double *sgemm)
+{
+    float *o = malloc(sizeof(float) * (size_t)(s->b * s->h * s->n * s->d));
+    double *t = malloc(sizeof(double) * (size_t)reps), *g = malloc(sizeof(double) * (size_t)reps);
+    int rc = CLI_OK;
+    if (!o || !t || !g) {
+        cli_error("bench: out of memory");
+        rc = CLI_FAIL;
+        goto out;
+    }
+    for (int r = -1; r < reps && !rc; r++) {
+        progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "openblas", s, r + 1, reps);
+        double gs = 0.0;
+        const double t0 = cli_now();
+        rc = blas_attention(s, q, k, v, o, threads, &gs);
+        if (r >= 0) t[r] = cli_now() - t0, g[r] = gs;
+    }
+    if (!rc) {
+        *total = median(t, reps);
+        *sgemm = median(g, reps);
+    }
+out:
+    free(o);
+    free(t);
+    free(g);
+    return rc;
+}
+#endif
+
+/* ------------------------------------------------------- the int8 peak */
+
+#if defined(BENCH_HAVE_VNNI_PEAK)
+/* Twelve independent vpdpbusd chains: enough to cover the latency. */
+__attribute__((target("avx512f,avx512vnni"))) static void *vnni_loop(void *arg)
+{
+    long iters = *(long *)arg;
+    __m512i acc[12];
+    const __m512i a = _mm512_set1_epi32(0x01020304), b = _mm512_set1_epi32(0x01010101);
+    for (int r = 0; r < 12; r++) acc[r] = _mm512_set1_epi32(r);
+    for (long i = 0; i < iters; i++)
+        for (int r = 0; r < 12; r++) acc[r] = _mm512_dpbusd_epi32(acc[r], a, b);
+    __m512i s = acc[0];
+    for (int r = 1; r < 12; r++) s = _mm512_add_epi32(s, acc[r]);
+    *(long *)arg = _mm512_reduce_add_epi32(s); /* keeps the loop alive */
+    return NULL;
+}
+
+/* int8 ops/s (2 per multiply-add) of `threads` threads running vpdpbusd; 0 if unavailable. */
+static double vnni_peak(int threads)
+{
+    if (!__builtin_cpu_supports("avx512vnni")) return 0.0;
+    const long iters = 4000000;
+    pthread_t tid[256];
+    long args[256];
+    if (threads > 256) threads = 256;
+    double best = 0.0;
+    for (int rep = 0; rep < 3; rep++) {
+        int started = 0;
+        const double t0 = cli_now();
+        for (int i = 0; i < threads; i++) {
+            args[i] = iters;
+            if (pthread_create(&tid[i], NULL, vnni_loop, &args[i]) != 0) break;
+            started++;
+        }
+        for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
+        const double ops = (double)started * iters * 12 * 16 * 4 * 2, rate = ops / (cli_now() - t0);
+        best = rate > best ? rate : best;
+    }
+    return best;
+}
+#else
+static double vnni_peak(int threads)
+{
+    (void)threads;
+    return 0.0;
+}
+#endif
+
+/* ---------------------------------------------------------------- output */
+
+static void print_table(const result *res, int count, const char *recipe, double peak, int blas)
+{
+    printf("%-22s %-11s %10s %9s %9s %9s %8s %8s %8s\n", "shape B,H,N,D", "recipe", "median_ms", "TFLOP/s",
+           "fp32_ms", "blas_ms", "x_fp32", "x_blas", "%peak");
+    for (int i = 0; i < count; i++) {
+        const result *r = &res[i];
+        char sh[64];
+        snprintf(sh, sizeof sh, "%lld,%lld,%lld,%lld%s", (long long)r->s.b, (long long)r->s.h, (long long)r->s.n,
+                 (long long)r->s.d, r->s.causal ? " causal" : "");
+        const double tf = flops(&r->s) / r->t_recipe / 1e12;
+        printf("%-22s %-11s %10.2f %9.3f %9.2f ", sh, recipe, r->t_recipe * 1e3, tf, r->t_fp32 * 1e3);
+        if (blas && r->t_blas > 0) printf("%9.2f ", r->t_blas * 1e3); else printf("%9s ", "n/a");
+        printf("%8.2f ", r->t_fp32 / r->t_recipe);
+        if (blas && r->t_blas > 0) printf("%8.2f ", r->t_blas / r->t_recipe); else printf("%8s ", "n/a");
+        if (peak > 0) printf("%7.1f%%\n", 100.0 * tf * 1e12 / peak); else printf("%8s\n", "n/a");
+    }
+    for (int i = 0; i < count; i++)
+        if (blas && res[i].t_blas > 0)
+            printf("  openblas %lld,%lld,%lld,%lld%s: sgemm %.2f ms of %.2f ms (x_sgemm_only %.2f); quantize %.2f GB/s\n",
+                   (long long)res[i].s.b, (long long)res[i].s.h, (long long)res[i].s.n, (long long)res[i].s.d,
+                   res[i].s.causal ? " causal" : "", res[i].t_sgemm * 1e3, res[i].t_blas * 1e3,
+                   res[i].t_sgemm / res[i].t_recipe, res[i].quant_gbs);
+        else
+            printf("  quantize %lld,%lld,%lld,%lld: %.2f GB/s\n", (long long)res[i].s.b, (long long)res[i].s.h,
+                   (long long)res[i].s.n, (long long)res[i].s.d, res[i].quant_gbs);
+    if (peak > 0) printf("int8 peak (vpdpbusd, all threads): %.3f TOPS\n", peak / 1e12);
+    else printf("int8 peak: not measured (needs AVX-512 VNNI)\n");
+    if (!blas) printf("openblas: not built in (install libopenblas-dev and rebuild for the materialised baseline)\n");
+}
+
+static void print_json(const result *res, int count, const char *recipe, const char *device, double peak, int blas)
+{
+    printf("{\"device\": \"%s\", \"recipe\": \"%s\", \"int8_peak_tops\": %.4f, \"openblas\": %s, \"results\": [", device,
+           recipe, peak / 1e12, blas ? "true" : "false");
+    for (int i = 0; i < count; i++) {
+        const result *r = &res[i];
+        const double tf = flops(&r->s) / r->t_recipe / 1e12;
+        printf("%s\n  {\"b\": %lld, \"h\": %lld, \"n\": %lld, \"d\": %lld, \"causal\": %s, \"variant\": \"%s\", "
+               "\"bc\": %d, \"seconds\": %.6f, \"tflops\": %.4f, \"fp32_seconds\": %.6f, \"speedup_vs_fp32\": %.3f, ",
+               i ? "," : "", (long long)r->s.b, (long long)r->s.h, (long long)r->s.n, (long long)r->s.d,
+               r->s.causal ? "true" : "false", r->variant, r->bc, r->t_recipe, tf, r->t_fp32, r->t_fp32 / r->t_recipe);
+        if (blas && r->t_blas > 0)
+            printf("\"openblas_seconds\": %.6f, \"openblas_sgemm_seconds\": %.6f, \"speedup_vs_openblas\": %.3f, ",
+                   r->t_blas, r->t_sgemm, r->t_blas / r->t_recipe);
+        else
+            printf("\"openblas_seconds\": null, \"openblas_sgemm_seconds\": null, \"speedup_vs_openblas\": null, ");
+        if (peak > 0) printf("\"fraction_of_int8_peak\": %.4f, ", tf * 1e12 / peak);
+        else printf("\"fraction_of_int8_peak\": null, ");
+        printf("\"quantize_gbs\": %.3f}", r->quant_gbs);
+    }
+    printf("\n]}\n");
+}
+
+/* ------------------------------------------------------------- command */
+
+static int parse_shape(const char *text, shape *s)
+{
+    long long b, h, n, d;
+    char extra;
+    if (sscanf(text, "%lld,%lld,%lld,%lld%c", &b, &h, &n, &d, &extra) != 4 || b < 1 || h < 1 || n < 1 || d < 32 ||
+        d > 256 || d % 32 || b * h * n * d > (1ll << 31)) {
+        cli_error("bench: --shape wants B,H,N,D with D a multiple of 32 in [32, 256] and B*H*N*D <= 2^31, got '%s'",
+                  text);
+        return CLI_USAGE;
+    }
+    *s = (shape){b, h, n, d, 0};
+    return CLI_OK;
+}
+
+static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *base, int reps, int blas, int threads,
+                     result *r)
+{
+    const int64_t n = s->b * s->h * s->n * s->d;
+    float *q = malloc(sizeof(float) * (size_t)n), *k = malloc(sizeof(float) * (size_t)n),
+          *v = malloc(sizeof(float) * (size_t)n);
+    dev_inputs in = {0};
+    int rc = CLI_OK;
+    memset(r, 0, sizeof *r);
+    r->s = *s;
+    r->t_blas = r->t_sgemm = -1.0;
+    if (!q || !k || !v) {
+        cli_error("bench: out of memory for %lld-element inputs", (long long)n);
+        rc = CLI_FAIL;
+        goto out;
+    }
+    cli_rng rng = {0x5eed + (uint64_t)s->n};
+    for (int64_t i = 0; i < n; i++) {
+        q[i] = (float)cli_normal(&rng);
+        k[i] = (float)cli_normal(&rng);
+        v[i] = (float)cli_normal(&rng);
+    }
+    if ((rc = inputs_upload(dev, s, q, k, v, &in))) goto out;
+    mxa_attention_desc desc = *base, fp32;
+    desc.causal = s->causal;
+    mxa_attention_desc_init(&fp32, MXA_RECIPE_FP32);
+    fp32.causal = s->causal;
+    fp32.bc = desc.bc;
+    mxa_attention_info info;
+    if ((rc = time_attention(dev, &desc, &in, s, "recipe", reps, &r->t_recipe, &info))) goto out;
+    snprintf(r->variant, sizeof r->variant, "%s", info.variant);
+    r->bc = info.bc;
+    if ((rc = time_attention(dev, &fp32, &in, s, "fp32", reps, &r->t_fp32, &info))) goto out;
+    if ((rc = time_quantize(dev, s, q, reps, &r->quant_gbs))) goto out;
+#if defined(MXA_HAVE_OPENBLAS)
+    if (blas && (rc = time_blas(s, q, k, v, threads, reps, &r->t_blas, &r->t_sgemm))) goto out;
+#else
+    (void)blas;
+    (void)threads;
+#endif
+out:
+    inputs_free(&in);
+    free(q);
+    free(k);
+    free(v);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    cli_option options[] = {
+        {"--device", "ID", "device: auto (default), cpu, vulkan:0, opencl:0, hip:0", NULL},
+        {"--shape", "B,H,N,D", "one shape (default 1,8,4096,128); Nq = Nk = N, H = Hkv", NULL},
+        {"--shapes", "PRESET", "issue (4096/128, 4096/64, 16384/128, 4096/128 causal) or small", NULL},
+        {"--recipe", "R", "mxattention (default), ocp-direct or fp32", NULL},
+        {"--causal", NULL, "bottom-right causal mask (for --shape)", NULL},
+        {"--bc", "N", "key-tile size (default: the device's)", NULL},
+        {"--reps", "N", "timed repetitions after one warm-up (default 5); the median is reported", NULL},
+        {"--no-blas", NULL, "skip the OpenBLAS materialised baseline", NULL},
+        {"--json", NULL, "print JSON to stdout instead of the table", NULL},
+    };
+    cli_spec spec = {"bench", "[--device ID] [--shape B,H,N,D | --shapes PRESET] [--recipe R] [--causal] [--json]",
+                     "Times a recipe, the same device's fp32 recipe and an OpenBLAS materialised fp32\n"
+                     "attention side by side; prints medians, TFLOP/s (4 B H N^2 D / t, halved when causal),\n"
+                     "speedups, mxa_quantize GB/s and the fraction of the measured int8 peak.",
+                     options, CLI_COUNT(options), 0, 0, {NULL}, 0};
+    int rc = cli_parse(&spec, argc, argv);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    const char *device = options[0].value ? options[0].value : "auto";
+    shape shapes[8];
+    int count = 0;
+    long reps = 5, bc = 0;
+    mxa_recipe recipe = MXA_RECIPE_MXATTENTION;
+    if (options[1].value && options[2].value) {
+        cli_error("bench: give --shape or --shapes, not both");
+        return CLI_USAGE;
+    }
+    if (options[2].value) {
+        if (strcmp(options[2].value, "issue") == 0) {
+            shapes[count++] = (shape){1, 8, 4096, 128, 0};
+            shapes[count++] = (shape){1, 8, 4096, 64, 0};
+            shapes[count++] = (shape){1, 8, 16384, 128, 0};
+            shapes[count++] = (shape){1, 8, 4096, 128, 1};
+        } else if (strcmp(options[2].value, "small") == 0) {
+            shapes[count++] = (shape){1, 4, 1024, 64, 0};
+            shapes[count++] = (shape){1, 4, 1024, 64, 1};
+        } else {
+            cli_error("bench: unknown --shapes '%s' (issue or small)", options[2].value);
+            return CLI_USAGE;
+        }
+    } else {
+        shapes[0] = (shape){1, 8, 4096, 128, 0};
+        if (options[1].value && (rc = parse_shape(options[1].value, &shapes[0]))) return rc;
+        shapes[0].causal = options[4].value != NULL;
+        count = 1;
+    }
+    if (options[3].value && mxa_recipe_parse(options[3].value, &recipe) != MXA_OK) {
+        cli_error("bench: unknown --recipe '%s' (mxattention, ocp-direct or fp32)", options[3].value);
+        return CLI_USAGE;
+    }
+    if (options[5].value && (rc = cli_int("--bc", options[5].value, 32, 4096, 32, &bc))) return rc;
+    if (options[6].value && (rc = cli_int("--reps", options[6].value, 1, 1000, 1, &reps))) return rc;
+#if defined(MXA_HAVE_OPENBLAS)
+    const int blas = options[7].value == NULL;
+#else
+    const int blas = 0;
+#endif
+    const int json = options[8].value != NULL;
+    progress_on = isatty(2);
+
+    mxa_runtime *rt = NULL;
+    mxa_device *dev = NULL;
+    if ((rc = cli_open_device(device, &rt, &dev))) return rc;
+    mxa_device_info info;
+    mxa_device_info_of(dev, &info);
+    mxa_attention_desc desc;
+    mxa_attention_desc_init(&desc, recipe);
+    desc.bc = (int)bc;
+    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *env = getenv("MXA_NUM_THREADS");
+    if (env && atol(env) > 0) threads = atol(env);
+    if (threads < 1) threads = 1;
+
+    result res[8];
+    for (int i = 0; i < count && !rc; i++) rc = run_shape(dev, &shapes[i], &desc, (int)reps, blas, (int)threads, &res[i]);
+    double peak = 0.0;
+    if (!rc && strcmp(info.backend, "cpu") == 0) {
+        progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "int8-peak", &shapes[0], 0, 1);
+        peak = vnni_peak((int)threads);
+    }
+    if (progress_on) fprintf(stderr, "\r\033[K");
+    if (!rc) {
+        if (json) {
+            print_json(res, count, mxa_recipe_name(recipe), info.id, peak, blas);
+        } else {
+            printf("device %s (%s), variant %s, bc %d, %ld threads, %ld reps (median after a warm-up)\n", info.id,
+                   info.name, res[0].variant, res[0].bc, threads, reps);
+            print_table(res, count, mxa_recipe_name(recipe), peak, blas);
+        }
+    }
+    cli_close_device(rt, dev);
+    return rc;
+}
