@@ -91,8 +91,10 @@ int cmd_demo(int argc, char **argv)
         }
         r->seconds = cli_now() - t0;
         r->diff = cli_compare(o[i], o[0], n);
-        /* Row sums from the reference at the Bc the device used, each recipe at its own placement. */
-        if (cli_reference_row_sums(&r->desc, r->info.bc, r->desc.placement, &tq, &tk, &tv, &r->sums)) goto out;
+        /* Row sums from the reference at the Bc the device used, each recipe at its own
+         * placement. Without P quantization they are 1 by construction: skip the run. */
+        if (!(r->desc.quantize & MXA_QUANT_P)) r->sums = (cli_row_stats){1.0, 1.0, 1.0, 0.0, rows, 0};
+        else if (cli_reference_row_sums(&r->desc, r->info.bc, r->desc.placement, &tq, &tk, &tv, &r->sums)) goto out;
     }
 
     mxa_device_info di;
