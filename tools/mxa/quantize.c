@@ -46,8 +46,9 @@ int cmd_quantize(int argc, char **argv)
         {"--codes", "C.npy", "write the packed 4-bit codes (uint8 [..., nblocks*16]); needs --scales", NULL},
         {"--scales", "S.npy", "write the E8M0 block scales (uint8 [..., nblocks]); needs --codes", NULL},
         {"--device", "ID", "device: auto (default), cpu, vulkan:0, opencl:0, hip:0", NULL},
+        {"--axis", "A", "the block axis: only the last (-1) is supported; transpose first for others", NULL},
     };
-    cli_spec spec = {"quantize", "IN.npy --rule R [--dequant OUT.npy] [--codes C.npy --scales S.npy] [--device ID]",
+    cli_spec spec = {"quantize", "IN.npy --rule R [--dequant OUT.npy] [--codes C.npy --scales S.npy] [--device ID] [--axis -1]",
                      "Quantizes a float32/float16 array of any rank to MXFP4 in blocks of 32 along its last\n"
                      "axis (a tail block is zero-padded) and prints rows, blocks and the NMSE of the\n"
                      "dequantized values. Bit-exact on every device.",
@@ -56,7 +57,8 @@ int cmd_quantize(int argc, char **argv)
     if (rc) return rc < 0 ? CLI_OK : rc;
     const char *in_path = spec.positional[0];
     const char *rule_text = options[0].value, *deq_path = options[1].value, *codes_path = options[2].value,
-               *scales_path = options[3].value, *device = options[4].value;
+               *scales_path = options[3].value, *device = options[4].value, *axis_text = options[5].value;
+    long axis = -1;
 
     mxa_rule rule;
     if (!rule_text) {
@@ -64,6 +66,7 @@ int cmd_quantize(int argc, char **argv)
         return CLI_USAGE;
     }
     if ((rc = cli_rule("--rule", rule_text, &rule))) return rc;
+    if (axis_text && (rc = cli_int("--axis", axis_text, -NPY_MAX_RANK, NPY_MAX_RANK - 1, 1, &axis))) return rc;
     if (!codes_path != !scales_path) {
         cli_error("quantize: --codes and --scales go together (give both or neither)");
         return CLI_USAGE;
@@ -89,6 +92,12 @@ int cmd_quantize(int argc, char **argv)
     }
     if (in.rank < 1 || in.count == 0) {
         cli_error("%s: shape %s has %s", in_path, shape_text, in.rank < 1 ? "no axis to quantize along (rank 0)" : "no elements");
+        goto out;
+    }
+    if (axis != -1 && axis != in.rank - 1) {
+        cli_error("--axis %ld: only the last axis (-1) of %s %s can be the block axis; transpose the array first",
+                  axis, in_path, shape_text);
+        rc = CLI_USAGE;
         goto out;
     }
     const int64_t cols = in.shape[in.rank - 1], rows = in.count / cols, nblocks = (cols + MXA_BLOCK - 1) / MXA_BLOCK;
