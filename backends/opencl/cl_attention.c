@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cl_internal.h"
+#include "env.h"
 #include "hadamard.h"
 #include "log.h"
 #include "status.h"
@@ -175,6 +176,112 @@ out:
     return st;
 }
 
+/* The tensor-core variant: int8 codes + block exponents for Q, K and V^T. */
+static mxa_status run_mma(run *r)
+{
+    cl_impl *d = r->d;
+    const mxa_attention_call *call = r->call;
+    const mxa_attention_desc *desc = &call->desc;
+    r->s.nq_pad = (r->s.nq + 63) / 64 * 64;
+    r->s.nk_pad = (r->s.nk + call->bc - 1) / call->bc * call->bc;
+    const size_t qrows = (size_t)r->s.b * r->s.h * r->s.nq_pad, krows = (size_t)r->s.b * r->s.hkv * r->s.nk_pad;
+    const size_t dim = (size_t)r->s.d;
+    cl_mem q8 = NULL, k8 = NULL, v8 = NULL, qe = NULL, ke = NULL, ve = NULL;
+    cl_program prep = NULL, prog = NULL;
+    cl_kernel kqk = NULL, kv = NULL, k = NULL;
+    char options[256];
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d%s", r->s.d, call->bc,
+             mxa_env_flag("MXA_OPENCL_FAST_EXP") ? " -DMXA_FAST_EXP" : "");
+    mxa_status st;
+    if ((st = mxa_cl_scratch(d, SCRATCH_QP, qrows * dim, &q8)) || (st = mxa_cl_scratch(d, SCRATCH_QS, qrows * dim / 32, &qe)) ||
+        (st = mxa_cl_scratch(d, SCRATCH_KP, krows * dim, &k8)) || (st = mxa_cl_scratch(d, SCRATCH_KS, krows * dim / 32, &ke)) ||
+        (st = mxa_cl_scratch(d, SCRATCH_VP, krows * dim, &v8)) || (st = mxa_cl_scratch(d, SCRATCH_VS, krows * dim / 32, &ve)) ||
+        (st = mxa_cl_program(d, CL_FAMILY_PREP, "-cl-std=CL1.2", &prep)) ||
+        (st = mxa_cl_kernel(d, prep, "mxa_prep_qk_i8", &kqk)) || (st = mxa_cl_kernel(d, prep, "mxa_prep_v_i8", &kv)) ||
+        (st = mxa_cl_program(d, CL_FAMILY_MMA, options, &prog)) || (st = mxa_cl_kernel(d, prog, "mxa_attention_mma", &k)))
+        goto out;
+    const cl_int had = desc->hadamard != 0;
+    const cl_float norm = had ? mxa_hadamard_norm(r->s.d) : 1.0f;
+    for (int which = 0; which < 2 && !st; which++) {
+        const cl_mem src = which ? r->k : r->q, dst = which ? k8 : q8, dste = which ? ke : qe;
+        const cl_ulong off = which ? r->k_off : r->q_off;
+        const cl_int n = which ? r->s.nk : r->s.nq, n_pad = which ? r->s.nk_pad : r->s.nq_pad;
+        cl_args a = {d->cl, kqk, 0, CL_SUCCESS};
+        mxa_cl_arg(&a, sizeof src, &src);
+        mxa_cl_arg(&a, sizeof off, &off);
+        mxa_cl_arg(&a, sizeof n, &n);
+        mxa_cl_arg(&a, sizeof n_pad, &n_pad);
+        mxa_cl_arg(&a, sizeof norm, &norm);
+        mxa_cl_arg(&a, sizeof had, &had);
+        mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
+        mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
+        mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+        mxa_cl_arg(&a, sizeof dst, &dst);
+        mxa_cl_arg(&a, sizeof dste, &dste);
+        const size_t heads = (size_t)r->s.b * (which ? r->s.hkv : r->s.h);
+        const size_t global[2] = {dim * (size_t)n_pad, heads}, local[2] = {dim, 1};
+        st = mxa_cl_launch(d, &a, 2, global, local, r->events, &r->nevents, "mxa_prep_qk_i8");
+    }
+    if (st) goto out;
+    {
+        cl_args a = {d->cl, kv, 0, CL_SUCCESS};
+        mxa_cl_arg(&a, sizeof r->v, &r->v);
+        mxa_cl_arg(&a, sizeof r->v_off, &r->v_off);
+        mxa_cl_arg(&a, sizeof r->s.nk, &r->s.nk);
+        mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
+        mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
+        mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
+        mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
+        mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+        mxa_cl_arg(&a, sizeof v8, &v8);
+        mxa_cl_arg(&a, sizeof ve, &ve);
+        const size_t global[3] = {dim, (size_t)r->s.nk_pad / 32, (size_t)r->s.b * r->s.hkv};
+        if ((st = mxa_cl_launch(d, &a, 3, global, NULL, r->events, &r->nevents, "mxa_prep_v_i8"))) goto out;
+    }
+    const cl_int has_lse = call->lse != NULL, causal = desc->causal != 0, pnq = desc->placement == MXA_PLACEMENT_PNQ;
+    const cl_float scale = desc->scale;
+    cl_args a = {d->cl, k, 0, CL_SUCCESS};
+    mxa_cl_arg(&a, sizeof q8, &q8);
+    mxa_cl_arg(&a, sizeof qe, &qe);
+    mxa_cl_arg(&a, sizeof k8, &k8);
+    mxa_cl_arg(&a, sizeof ke, &ke);
+    mxa_cl_arg(&a, sizeof v8, &v8);
+    mxa_cl_arg(&a, sizeof ve, &ve);
+    mxa_cl_arg(&a, sizeof r->o, &r->o);
+    mxa_cl_arg(&a, sizeof r->o_off, &r->o_off);
+    mxa_cl_arg(&a, sizeof r->lse, &r->lse);
+    mxa_cl_arg(&a, sizeof has_lse, &has_lse);
+    mxa_cl_arg(&a, sizeof r->s.h, &r->s.h);
+    mxa_cl_arg(&a, sizeof r->s.hkv, &r->s.hkv);
+    mxa_cl_arg(&a, sizeof r->s.nq, &r->s.nq);
+    mxa_cl_arg(&a, sizeof r->s.nk, &r->s.nk);
+    mxa_cl_arg(&a, sizeof r->s.nq_pad, &r->s.nq_pad);
+    mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
+    mxa_cl_arg(&a, sizeof scale, &scale);
+    mxa_cl_arg(&a, sizeof causal, &causal);
+    mxa_cl_arg(&a, sizeof pnq, &pnq);
+    mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
+    mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
+    mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+    const size_t global[2] = {128u * (size_t)(r->s.nq_pad / 64), (size_t)r->s.b * r->s.h}, local[2] = {128, 1};
+    st = mxa_cl_launch(d, &a, 2, global, local, r->events, &r->nevents, "mxa_attention_mma");
+out:
+    if (kqk) d->cl->ReleaseKernel(kqk);
+    if (kv) d->cl->ReleaseKernel(kv);
+    if (k) d->cl->ReleaseKernel(k);
+    return st;
+}
+
+/* Why the tensor-core variant cannot run this call (NULL if it can). */
+static const char *mma_unsuitable(const cl_impl *d, const mxa_attention_call *call)
+{
+    if (!d->desc.supported[CL_VARIANT_MMA_PTX]) return "not supported by the device";
+    if (call->desc.quantize != MXA_QUANT_ALL) return "it needs Q, K, V and P all quantized";
+    if (call->desc.allow_non_finite) return "non-finite propagation needs the fp32 path";
+    if (call->bc != 32 && call->bc != 64 && call->bc != 128) return "it supports bc 32, 64 and 128";
+    return NULL;
+}
+
 mxa_status mxa_cl_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info)
 {
     cl_impl *d = impl;
@@ -202,8 +309,28 @@ mxa_status mxa_cl_attention(void *impl, const mxa_attention_call *call, mxa_atte
     }
     if ((st = mxa_cl_scratch(d, SCRATCH_LSE, (size_t)rows * sizeof(float), &r.lse))) goto out;
 
+    if (call->desc.format != MXA_FORMAT_MXFP4) {
+        st = mxa_fail(MXA_ERR_UNSUPPORTED, "opencl: only the MXFP4 format is implemented");
+        goto out;
+    }
     cl_variant v = d->desc.variant;
-    st = run_tiled(&r);
+    if (v == CL_VARIANT_MMA_PTX) {
+        const char *why = mma_unsuitable(d, call);
+        if (why) {
+            MXA_LOG_D("opencl: %s not used for this call: %s", mxa_cl_variant_names[v], why);
+            v = CL_VARIANT_TILED;
+        } else if ((st = run_mma(&r)) != MXA_OK && st != MXA_ERR_OUT_OF_MEMORY) {
+            /* a driver that rejects the inline PTX: fall back for good, loudly */
+            MXA_LOG_W("opencl: %s failed (%s); using %s from now on", mxa_cl_variant_names[v],
+                      mxa_last_error_message(), mxa_cl_variant_names[CL_VARIANT_TILED]);
+            d->desc.supported[CL_VARIANT_MMA_PTX] = 0;
+            d->desc.variant = v = CL_VARIANT_TILED;
+            for (int i = 0; i < r.nevents; i++) d->cl->ReleaseEvent(r.events[i]);
+            r.nevents = 0;
+        }
+    }
+    if (st == MXA_ERR_OUT_OF_MEMORY) goto out;
+    if (v == CL_VARIANT_TILED) st = run_tiled(&r);
     if (st) goto out;
     cl_int err = CL_SUCCESS;
     if (call->o.host)
@@ -216,7 +343,6 @@ mxa_status mxa_cl_attention(void *impl, const mxa_attention_call *call, mxa_atte
         st = mxa_cl_fail(err, "clEnqueueReadBuffer (output)");
         goto out;
     }
-    v = CL_VARIANT_TILED;
     snprintf(info->variant, sizeof info->variant, "%s", mxa_cl_variant_names[v]);
     info->kernel_seconds = mxa_cl_events_seconds(d, r.events, r.nevents);
     r.nevents = 0;

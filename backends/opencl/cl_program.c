@@ -9,6 +9,7 @@
 
 #include "cache.h"
 #include "cl_internal.h"
+#include "env.h"
 #include "log.h"
 #include "status.h"
 
@@ -54,10 +55,26 @@ static void log_build_failure(cl_impl *d, cl_program program, const char *option
     free(log);
 }
 
+/* The build log of a successful build, at info level (e.g. -cl-nv-verbose register counts). */
+static void log_build_info(cl_impl *d, cl_program program, const char *options)
+{
+    size_t size = 0;
+    d->cl->GetProgramBuildInfo(program, d->desc.device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size);
+    char *log = size > 2 ? malloc(size + 1) : NULL;
+    if (log && d->cl->GetProgramBuildInfo(program, d->desc.device, CL_PROGRAM_BUILD_LOG, size, log, NULL) == CL_SUCCESS) {
+        log[size] = '\0';
+        MXA_LOG_I("opencl: built '%s':\n%.4000s", options, log);
+    }
+    free(log);
+}
+
 static mxa_status build(cl_impl *d, cl_program program, const char *options, const char *what)
 {
     cl_int err = d->cl->BuildProgram(program, 1, &d->desc.device, options, NULL, NULL);
-    if (err == CL_SUCCESS) return MXA_OK;
+    if (err == CL_SUCCESS) {
+        log_build_info(d, program, options);
+        return MXA_OK;
+    }
     log_build_failure(d, program, options);
     return mxa_cl_fail(err, what);
 }
@@ -97,15 +114,19 @@ static void to_cache(cl_impl *d, cl_program p, const char *key)
     free(bin);
 }
 
-mxa_status mxa_cl_program(cl_impl *d, int family, const char *options, cl_program *out)
+mxa_status mxa_cl_program(cl_impl *d, int family, const char *base_options, cl_program *out)
 {
+    /* MXA_OPENCL_OPTIONS: extra build options for experiments (-cl-nv-verbose, ...) */
+    char options[sizeof d->programs[0].options];
+    const char *extra = mxa_env_string("MXA_OPENCL_OPTIONS");
+    if (snprintf(options, sizeof options, "%s%s%s", base_options, extra ? " " : "", extra ? extra : "") >=
+        (int)sizeof options)
+        return mxa_fail(MXA_ERR_INTERNAL, "opencl: build options too long");
     for (int i = 0; i < d->program_count; i++)
         if (d->programs[i].family == family && strcmp(d->programs[i].options, options) == 0) {
             *out = d->programs[i].program;
             return MXA_OK;
         }
-    if (strlen(options) >= sizeof d->programs[0].options)
-        return mxa_fail(MXA_ERR_INTERNAL, "opencl: build options too long");
     if (d->program_count == CL_MAX_PROGRAMS) {
         /* keep memory bounded: drop the oldest program (its kernels are created per call) */
         d->cl->Finish(d->queue);

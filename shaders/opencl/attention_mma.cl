@@ -1,0 +1,277 @@
+/*
+ * MXAttention forward on NVIDIA tensor cores (sm_80+), through inline PTX:
+ * every MXFP4 block product is one mma.sync.m16n8k32 s8 x s8 -> s32 (K = 32 =
+ * exactly one block), the operands being 2 x E2M1 as int8 (integers in
+ * [-12, 12], |dot| <= 4608), scaled afterwards by the two block exponents in
+ * fp32: exact, like the reference's ldexp(sum, ea + eb - 2).
+ *
+ * Work-group: 4 warps; warp w owns 16 query rows (one m16 tile), so a group
+ * owns 64 rows; keys in tiles of MXA_BC. Each lane (group g = lane / 4,
+ * t = lane % 4) holds rows g and g + 8 of its warp and, per 8-key n-tile, keys
+ * 2t and 2t + 1 (the C fragment). P is quantized in registers; its A fragment
+ * takes keys {2t, 2t+1, 8+2t, 9+2t} (+16) of each 32-key block, so V is stored
+ * with the keys of each block in that order (prep.cl, mxa_v_key).
+ *
+ * The accumulator starts at 1.5 x 2^23 (bits 0x4B400000): read as fp32 the
+ * result is then 1.5 x 2^23 + dot exactly, which saves an int-to-float
+ * conversion (a quarter-rate instruction) per element.
+ */
+#define WG 128
+#define BR 64
+#define NT (MXA_BC / 8)
+#define NKB (MXA_BC / 32)
+#define DB (MXA_D / 32)
+#define CT (MXA_D / 8)
+#define KPITCH (MXA_D / 4 + 4)  /* words per key row: +4 keeps B-fragment loads conflict-free */
+#define VPITCH (MXA_BC / 4 + 4) /* words per channel row */
+#define BIAS 12582912.0f
+#define BIAS_BITS 0x4B400000
+#define LOG2E 1.4426950408889634f
+
+/* NVIDIA's OpenCL compiler takes GNU `asm`; clang (used for offline checks) wants __asm__ */
+#ifndef MXA_ASM
+#define MXA_ASM asm
+#endif
+
+#ifdef MXA_FAST_EXP
+#define EXP(x) native_exp2((x) * LOG2E)
+#else
+#define EXP(x) exp(x)
+#endif
+
+/* d = a (16x32 s8, row) x b (32x8 s8, col) + 1.5 x 2^23, as floats */
+void mma16832(float d[4], const uint a[4], uint b0, uint b1)
+{
+    int r0, r1, r2, r3;
+    MXA_ASM volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%10,%10,%10,%10};"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(BIAS_BITS));
+    d[0] = as_float(r0);
+    d[1] = as_float(r1);
+    d[2] = as_float(r2);
+    d[3] = as_float(r3);
+}
+
+float shfl_xor(float v, int mask)
+{
+    uint r;
+    MXA_ASM volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(as_uint(v)), "r"(mask));
+    return as_float(r);
+}
+
+/* max / sum over the 4 lanes of a quad (the lanes sharing rows g, g + 8) */
+float quad_max(float v)
+{
+    v = fmax(v, shfl_xor(v, 1));
+    return fmax(v, shfl_xor(v, 2));
+}
+
+float quad_sum(float v)
+{
+    v += shfl_xor(v, 1);
+    return v + shfl_xor(v, 2);
+}
+
+/* 2^(e-1) for a block exponent e in [-127, 127] */
+float pow2m1(int e)
+{
+    return e >= -125 ? mxa_pow2(e - 1) : mxa_pow2(-126) * mxa_pow2(e + 125);
+}
+
+/* Twice the E2M1 value nearest v >= 0 (ties to even, saturating at 12): the
+ * grid has step 0.5 below 2, 1 below 4, 2 above. rint by the 1.5 x 2^23 trick. */
+float twice_e2m1(float v)
+{
+    const float k = v < 2.0f ? 2.0f : (v < 4.0f ? 1.0f : 0.5f);
+    const float r = (v * k + BIAS) - BIAS;
+    return fmin(r * (2.0f / k), 12.0f);
+}
+
+/* the low byte of an integer-valued float in [0, 255] */
+uint byte_of(float tw)
+{
+    return as_uint(tw + BIAS) & 0xffu;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void mxa_attention_mma(__global const uint *q8, __global const char *qe, __global const uint4 *k8,
+                       __global const char *ke, __global const uint4 *v8, __global const char *ve,
+                       __global float *o, ulong o_off, __global float *lse, int has_lse, int h, int hkv, int nq,
+                       int nk, int nq_pad, int nk_pad, float scale, int causal, int pnq, int ceil_rule, uint thr,
+                       int pow2_dec)
+{
+    __local uint ks[MXA_BC * KPITCH]; /* K tile, int8 [key][d] */
+    __local uint vs[MXA_D * VPITCH];  /* V tile, int8 [d][key] (permuted blocks) */
+    __local float kf[MXA_BC * DB];    /* 2^(e-1) per key and channel block */
+    __local float vf[NKB * MXA_D];    /* 2^(e-1) per key block and channel */
+
+    const int tid = get_local_id(0), warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int row0 = get_group_id(0) * BR, bh = get_group_id(1);
+    const int kvh = (bh / h) * hkv + (bh % h) / (h / hkv);
+    const int ra = row0 + warp * 16 + g, rb = ra + 8;
+
+    uint qa[DB][4];
+    float fq[DB][2];
+    {
+        __global const uint *qra = q8 + ((size_t)bh * nq_pad + ra) * (MXA_D / 4);
+        __global const uint *qrb = q8 + ((size_t)bh * nq_pad + rb) * (MXA_D / 4);
+        #pragma unroll
+        for (int blk = 0; blk < DB; blk++) {
+            qa[blk][0] = qra[blk * 8 + t];
+            qa[blk][1] = qrb[blk * 8 + t];
+            qa[blk][2] = qra[blk * 8 + 4 + t];
+            qa[blk][3] = qrb[blk * 8 + 4 + t];
+            fq[blk][0] = pow2m1(qe[((size_t)bh * nq_pad + ra) * DB + blk]);
+            fq[blk][1] = pow2m1(qe[((size_t)bh * nq_pad + rb) * DB + blk]);
+        }
+    }
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    float acc[CT][4];
+    #pragma unroll
+    for (int ct = 0; ct < CT; ct++)
+        #pragma unroll
+        for (int i = 0; i < 4; i++) acc[ct][i] = 0.0f;
+
+    const int last_row = min(row0 + BR, nq) - 1;
+    const int kend = causal ? clamp(last_row + nk - nq + 1, 0, nk) : nk;
+    const int ntiles = (kend + MXA_BC - 1) / MXA_BC;
+    __global const uint4 *kbase = k8 + (size_t)kvh * nk_pad * (MXA_D / 16);
+    __global const uint4 *vbase = v8 + (size_t)kvh * MXA_D * (nk_pad / 16);
+
+    for (int tile = 0; tile < ntiles; tile++) {
+        const int j0 = tile * MXA_BC;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int idx = tid; idx < MXA_BC * MXA_D / 16; idx += WG) {
+            const int key = idx / (MXA_D / 16), c16 = idx % (MXA_D / 16);
+            vstore4(kbase[(size_t)(j0 + key) * (MXA_D / 16) + c16], 0, ks + key * KPITCH + c16 * 4);
+        }
+        for (int idx = tid; idx < MXA_D * MXA_BC / 16; idx += WG) {
+            const int ch = idx / (MXA_BC / 16), k16 = idx % (MXA_BC / 16);
+            vstore4(vbase[(size_t)ch * (nk_pad / 16) + j0 / 16 + k16], 0, vs + ch * VPITCH + k16 * 4);
+        }
+        for (int idx = tid; idx < MXA_BC * DB; idx += WG)
+            kf[idx] = pow2m1(ke[((size_t)kvh * nk_pad + j0) * DB + idx]);
+        for (int idx = tid; idx < NKB * MXA_D; idx += WG)
+            vf[idx] = pow2m1(ve[((size_t)kvh * (nk_pad / 32) + j0 / 32) * MXA_D + idx]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        /* ---- S = Q K^T: one mma per (8 keys, 32 channels), blocks added in order */
+        float s[NT][4];
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+            #pragma unroll
+            for (int blk = 0; blk < DB; blk++) {
+                const int kw = (nt * 8 + g) * KPITCH + blk * 8 + t;
+                float c[4];
+                mma16832(c, qa[blk], ks[kw], ks[kw + 4]);
+                const float fk0 = kf[(nt * 8 + 2 * t) * DB + blk], fk1 = kf[(nt * 8 + 2 * t + 1) * DB + blk];
+                s[nt][0] = fma((c[0] - BIAS) * fq[blk][0], fk0, s[nt][0]);
+                s[nt][1] = fma((c[1] - BIAS) * fq[blk][0], fk1, s[nt][1]);
+                s[nt][2] = fma((c[2] - BIAS) * fq[blk][1], fk0, s[nt][2]);
+                s[nt][3] = fma((c[3] - BIAS) * fq[blk][1], fk1, s[nt][3]);
+            }
+        }
+        /* ---- scale, mask, row maxima */
+        float mx[2] = {-INFINITY, -INFINITY};
+        #pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+            #pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int key = j0 + nt * 8 + 2 * t + (i & 1), row = i < 2 ? ra : rb;
+                float x = s[nt][i] * scale;
+                if (key >= nk || (causal && key > row + nk - nq)) x = -INFINITY;
+                s[nt][i] = x;
+                mx[i >> 1] = fmax(mx[i >> 1], x);
+            }
+        float mnew[2], alpha[2];
+        #pragma unroll
+        for (int r = 0; r < 2; r++) {
+            mnew[r] = fmax(m[r], quad_max(mx[r]));
+            alpha[r] = mnew[r] == -INFINITY ? 1.0f : EXP(m[r] - mnew[r]);
+        }
+        /* ---- P~ = exp(S - m'), P^ = MXFP4(P~) per 32-key block, as the A fragments of P V */
+        uint pa[NKB][4];
+        float fp[NKB][2], sum_t[2] = {0.0f, 0.0f}, sum_h[2] = {0.0f, 0.0f};
+        #pragma unroll
+        for (int kb = 0; kb < NKB; kb++) {
+            float bm[2] = {0.0f, 0.0f};
+            #pragma unroll
+            for (int n4 = 0; n4 < 4; n4++)
+                #pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float x = s[kb * 4 + n4][i];
+                    const float p = x == -INFINITY ? 0.0f : EXP(x - mnew[i >> 1]);
+                    s[kb * 4 + n4][i] = p;
+                    bm[i >> 1] = fmax(bm[i >> 1], p);
+                    sum_t[i >> 1] += p;
+                }
+            float inv[2], tws[2] = {0.0f, 0.0f};
+            #pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int e = mxa_exponent(as_uint(quad_max(bm[r])), ceil_rule, thr, pow2_dec);
+                inv[r] = mxa_pow2(-e); /* P~ <= 1: e <= 0, 2^-e is normal */
+                fp[kb][r] = pow2m1(e);
+            }
+            uint bytes[4][4]; /* [n4][i] */
+            #pragma unroll
+            for (int n4 = 0; n4 < 4; n4++)
+                #pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float tw = twice_e2m1(s[kb * 4 + n4][i] * inv[i >> 1]);
+                    tws[i >> 1] += tw;
+                    bytes[n4][i] = byte_of(tw);
+                }
+            /* reg 0/2: row g, reg 1/3: row g + 8; n-tiles 0,1 then 2,3 of the block */
+            pa[kb][0] = bytes[0][0] | bytes[0][1] << 8 | bytes[1][0] << 16 | bytes[1][1] << 24;
+            pa[kb][1] = bytes[0][2] | bytes[0][3] << 8 | bytes[1][2] << 16 | bytes[1][3] << 24;
+            pa[kb][2] = bytes[2][0] | bytes[2][1] << 8 | bytes[3][0] << 16 | bytes[3][1] << 24;
+            pa[kb][3] = bytes[2][2] | bytes[2][3] << 8 | bytes[3][2] << 16 | bytes[3][3] << 24;
+            #pragma unroll
+            for (int r = 0; r < 2; r++) sum_h[r] += tws[r] * fp[kb][r];
+        }
+        #pragma unroll
+        for (int r = 0; r < 2; r++) {
+            if (mnew[r] == -INFINITY) continue; /* nothing visible yet: state unchanged (P is 0) */
+            /* per-lane partial row sums; the quad adds them at the end (same alpha for all) */
+            l[r] = alpha[r] * l[r] + (pnq ? sum_h[r] : sum_t[r]);
+            m[r] = mnew[r];
+        }
+        /* ---- O = alpha O + P^ V^ */
+        #pragma unroll
+        for (int ct = 0; ct < CT; ct++) {
+            acc[ct][0] *= alpha[0];
+            acc[ct][1] *= alpha[0];
+            acc[ct][2] *= alpha[1];
+            acc[ct][3] *= alpha[1];
+        }
+        #pragma unroll
+        for (int kb = 0; kb < NKB; kb++)
+            #pragma unroll
+            for (int ct = 0; ct < CT; ct++) {
+                const int vw = (ct * 8 + g) * VPITCH + kb * 8 + t;
+                float c[4];
+                mma16832(c, pa[kb], vs[vw], vs[vw + 4]);
+                const float fv0 = vf[kb * MXA_D + ct * 8 + 2 * t], fv1 = vf[kb * MXA_D + ct * 8 + 2 * t + 1];
+                acc[ct][0] = fma((c[0] - BIAS) * fp[kb][0], fv0, acc[ct][0]);
+                acc[ct][1] = fma((c[1] - BIAS) * fp[kb][0], fv1, acc[ct][1]);
+                acc[ct][2] = fma((c[2] - BIAS) * fp[kb][1], fv0, acc[ct][2]);
+                acc[ct][3] = fma((c[3] - BIAS) * fp[kb][1], fv1, acc[ct][3]);
+            }
+    }
+    /* ---- O = O~ / l; rows that saw no key give 0 and LSE = -inf */
+    const float lt[2] = {quad_sum(l[0]), quad_sum(l[1])};
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = r ? rb : ra;
+        if (row >= nq) continue;
+        __global float *dst = o + o_off + ((size_t)bh * nq + row) * MXA_D + 2 * t;
+        #pragma unroll
+        for (int ct = 0; ct < CT; ct++) {
+            dst[ct * 8] = lt[r] != 0.0f ? acc[ct][2 * r] / lt[r] : 0.0f;
+            dst[ct * 8 + 1] = lt[r] != 0.0f ? acc[ct][2 * r + 1] / lt[r] : 0.0f;
+        }
+        if (has_lse && t == 0) lse[(size_t)bh * nq + row] = lt[r] != 0.0f ? m[r] + log(lt[r]) : -INFINITY;
+    }
+}

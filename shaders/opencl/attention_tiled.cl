@@ -68,7 +68,9 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
         l_s[tid] = 0.0f;
     }
     float acc[4][OC];
+    #pragma unroll
     for (int i = 0; i < 4; i++)
+        #pragma unroll
         for (int c = 0; c < OC; c++) acc[i][c] = 0.0f;
 
     /* causal: the last key any row of this group sees (bottom-right aligned) */
@@ -80,12 +82,18 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
         const int j0 = t * MXA_BC;
         /* ---- S = Q K^T, one exact block of 32 channels at a time */
         float s[4][SC];
+        #pragma unroll
         for (int i = 0; i < 4; i++)
+            #pragma unroll
             for (int j = 0; j < SC; j++) s[i][j] = 0.0f;
+        #pragma unroll
         for (int blk = 0; blk < MXA_D / 32; blk++) {
             float pb[4][SC];
+            #pragma unroll
             for (int i = 0; i < 4; i++)
+                #pragma unroll
                 for (int j = 0; j < SC; j++) pb[i][j] = 0.0f;
+            #pragma unroll
             for (int c0 = 0; c0 < 32; c0 += MXA_KC) {
                 barrier(CLK_LOCAL_MEM_FENCE);
                 for (int idx = tid; idx < CHUNK_K / 4; idx += WG) {
@@ -99,6 +107,7 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
                     const float qv[4] = {q4.x, q4.y, q4.z, q4.w};
                     float kv[SC];
 #if SC % 4 == 0
+                    #pragma unroll
                     for (int j4 = 0; j4 < SC / 4; j4++) {
                         const float4 k4 = cs4[kc * (MXA_BC / 4) + j4 * TC + tx];
                         kv[4 * j4] = k4.x;
@@ -107,17 +116,24 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
                         kv[4 * j4 + 3] = k4.w;
                     }
 #else
+                    #pragma unroll
                     for (int j = 0; j < SC; j++) kv[j] = cs[kc * MXA_BC + KEY(j)];
 #endif
+                    #pragma unroll
                     for (int i = 0; i < 4; i++)
+                        #pragma unroll
                         for (int j = 0; j < SC; j++) pb[i][j] = mad(qv[i], kv[j], pb[i][j]);
                 }
             }
+            #pragma unroll
             for (int i = 0; i < 4; i++)
+                #pragma unroll
                 for (int j = 0; j < SC; j++) s[i][j] += pb[i][j];
         }
         /* ---- scale and mask (padding and causal: P~ = 0 exactly, never a maximum) */
+        #pragma unroll
         for (int i = 0; i < 4; i++)
+            #pragma unroll
             for (int j = 0; j < SC; j++) {
                 const int r = ty * 4 + i, key = KEY(j), kj = j0 + key;
                 float x = s[i][j] * scale;
@@ -129,6 +145,7 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
         for (int p = tid; p < MXA_BR * NB; p += WG) {
             __local const float *sr = ps + (p / NB) * SPITCH + (p % NB) * 32;
             float mx = -INFINITY;
+            #pragma unroll
             for (int k = 0; k < 32; k++) mx = fmax(mx, sr[k]);
             bmax[p] = mx;
         }
@@ -136,10 +153,12 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
         for (int p = tid; p < MXA_BR * NB; p += WG) {
             const int r = p / NB;
             float mnew = m_s[r];
+            #pragma unroll
             for (int q = 0; q < NB; q++) mnew = fmax(mnew, bmax[r * NB + q]);
             __local float *sr = ps + r * SPITCH + (p % NB) * 32;
             float st = 0.0f;
             uint pm = 0u;
+            #pragma unroll
             for (int k = 0; k < 32; k++) {
                 const float x = sr[k];
                 const float e = x == -INFINITY ? 0.0f : exp(x - mnew);
@@ -151,6 +170,7 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
             if (quant_p) {
                 const int e = mxa_exponent(pm, ceil_rule, thr, pow2_dec);
                 sh = 0.0f;
+                #pragma unroll
                 for (int k = 0; k < 32; k++) {
                     const float v = mxa_decode(mxa_e2m1_code(as_uint(sr[k]), e), 0u, e);
                     sr[k] = v;
@@ -164,9 +184,11 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
         if (tid < MXA_BR) {
             const float mold = m_s[tid];
             float mnew = mold, alpha = 1.0f;
+            #pragma unroll
             for (int q = 0; q < NB; q++) mnew = fmax(mnew, bmax[tid * NB + q]);
             if (mnew != -INFINITY) { /* else nothing is visible yet: state unchanged */
                 float sh = 0.0f, st = 0.0f;
+                #pragma unroll
                 for (int q = 0; q < NB; q++) {
                     sh += bsum_h[tid * NB + q];
                     st += bsum_t[tid * NB + q];
@@ -180,14 +202,20 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         /* ---- O = alpha O + P^ V^, one exact block of 32 keys at a time */
+        #pragma unroll
         for (int i = 0; i < 4; i++) {
             const float a = a_s[ty * 4 + i];
+            #pragma unroll
             for (int c = 0; c < OC; c++) acc[i][c] *= a;
         }
+        #pragma unroll
         for (int kb = 0; kb < NB; kb++) {
             float ob[4][OC];
+            #pragma unroll
             for (int i = 0; i < 4; i++)
+                #pragma unroll
                 for (int c = 0; c < OC; c++) ob[i][c] = 0.0f;
+            #pragma unroll
             for (int v0 = 0; v0 < 32; v0 += MXA_VC) {
                 barrier(CLK_LOCAL_MEM_FENCE);
                 __global const float4 *src = (__global const float4 *)(vp + (size_t)(j0 + kb * 32 + v0) * MXA_D);
@@ -196,8 +224,10 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
 #pragma unroll
                 for (int vk = 0; vk < MXA_VC; vk++) {
                     float pv[4], vv[OC];
+                    #pragma unroll
                     for (int i = 0; i < 4; i++) pv[i] = ps[(ty * 4 + i) * SPITCH + kb * 32 + v0 + vk];
 #if OC % 4 == 0
+                    #pragma unroll
                     for (int c4 = 0; c4 < OC / 4; c4++) {
                         const float4 v4 = cs4[vk * (MXA_D / 4) + c4 * TC + tx];
                         vv[4 * c4] = v4.x;
@@ -206,23 +236,30 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
                         vv[4 * c4 + 3] = v4.w;
                     }
 #else
+                    #pragma unroll
                     for (int c = 0; c < OC; c++) vv[c] = cs[vk * MXA_D + COL(c)];
 #endif
+                    #pragma unroll
                     for (int i = 0; i < 4; i++)
+                        #pragma unroll
                         for (int c = 0; c < OC; c++) ob[i][c] = mad(pv[i], vv[c], ob[i][c]);
                 }
             }
+            #pragma unroll
             for (int i = 0; i < 4; i++)
+                #pragma unroll
                 for (int c = 0; c < OC; c++) acc[i][c] += ob[i][c];
         }
     }
     /* ---- O = O~ / l; a row that saw no key gives 0 and LSE = -inf */
     barrier(CLK_LOCAL_MEM_FENCE);
+    #pragma unroll
     for (int i = 0; i < 4; i++) {
         const int r = ty * 4 + i, qi = row0 + r;
         if (qi >= nq) continue;
         const float l = l_s[r];
         __global float *dst = o + o_off + ((size_t)bh * nq + qi) * MXA_D;
+        #pragma unroll
         for (int c = 0; c < OC; c++) dst[COL(c)] = l != 0.0f ? acc[i][c] / l : 0.0f;
     }
     if (has_lse && tid < MXA_BR && row0 + tid < nq) {

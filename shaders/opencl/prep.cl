@@ -121,3 +121,83 @@ __kernel void mxa_prep_v(__global const float *x, ulong x_off, int n, int n_pad,
         dst[(size_t)(j0 + k) * d] = v;
     }
 }
+
+/* ---- int8 preparation for the tensor-core variant (attention_mma.cl) ---- */
+
+/* Q or K rows as int8 "twice" codes [bh][n_pad][D] and one exponent per block
+ * [bh][n_pad][D/32]. Same rotation and quantization as mxa_prep_qk. */
+__kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_pad, float norm, int hadamard,
+                             int ceil_rule, uint thr, int pow2_dec, __global char *out, __global char *exps)
+{
+    __local float xs[256];
+    __local uint bmax[8];
+    const int i = get_local_id(0), d = get_local_size(0);
+    const int row = get_group_id(0), bh = get_group_id(1);
+    float v = 0.0f;
+    if (row < n) v = x[x_off + ((size_t)bh * n + row) * d + i];
+    if (hadamard) {
+        xs[i] = v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int h = 1; h < d; h *= 2) {
+            const float a = xs[i & ~h], b = xs[i | h];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            v = (i & h) ? a - b : a + b;
+            xs[i] = v;
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        v = v * norm;
+    }
+    const uint a = as_uint(v) & 0x7fffffffu;
+    xs[i] = as_float(a);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if ((i & 31) == 0) {
+        uint m = 0u;
+        for (int k = 0; k < 32; k++) m = max(m, as_uint(xs[i + k]));
+        bmax[i >> 5] = m;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int e = mxa_exponent(bmax[i >> 5], ceil_rule, thr, pow2_dec);
+    const int tw = mxa_e2m1_twice(mxa_e2m1_code(a, e));
+    const size_t r = (size_t)bh * n_pad + row;
+    out[r * d + i] = (char)((as_uint(v) >> 31) ? -tw : tw);
+    if ((i & 31) == 0) exps[r * (d / 32) + (i >> 5)] = (char)e;
+}
+
+/* Byte p of a 32-key block of V holds key mxa_v_key(p): the order in which
+ * the mma A fragment of P (built from the C fragment of S) meets the keys. */
+int mxa_v_key(int p)
+{
+    const int w = p >> 2, i = p & 3, t = w & 3;
+    return (w >= 4 ? 16 : 0) + (i < 2 ? 2 * t + i : 8 + 2 * t + (i - 2));
+}
+
+/* V as int8 codes transposed [bh][D][n_pad] (keys permuted inside each block
+ * by mxa_v_key) and exponents [bh][n_pad/32][D]. One work-item per
+ * (channel, key block); global (D, n_pad / 32, B*Hkv). */
+__kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_pad, int d, int ceil_rule,
+                            uint thr, int pow2_dec, __global uint *out, __global char *exps)
+{
+    const int c = get_global_id(0), blk = get_global_id(1), bh = get_global_id(2);
+    if (c >= d) return;
+    __global const float *src = x + x_off + (size_t)bh * n * d + c;
+    const int j0 = blk * 32, len = clamp(n - j0, 0, 32);
+    uint m = 0u;
+    for (int k = 0; k < len; k++) m = max(m, as_uint(src[(size_t)(j0 + k) * d]) & 0x7fffffffu);
+    const int e = mxa_exponent(m, ceil_rule, thr, pow2_dec);
+    __global uint *dst = out + ((size_t)bh * d + c) * (n_pad / 4) + j0 / 4;
+    for (int w = 0; w < 8; w++) {
+        uint word = 0u;
+        for (int i = 0; i < 4; i++) {
+            const int k = mxa_v_key(4 * w + i);
+            int tw = 0;
+            if (k < len) {
+                const uint bits = as_uint(src[(size_t)(j0 + k) * d]);
+                tw = mxa_e2m1_twice(mxa_e2m1_code(bits & 0x7fffffffu, e));
+                if (bits >> 31) tw = -tw;
+            }
+            word |= ((uint)tw & 0xffu) << (8 * i);
+        }
+        dst[w] = word;
+    }
+    exps[((size_t)bh * (n_pad / 32) + blk) * d + c] = (char)e;
+}
