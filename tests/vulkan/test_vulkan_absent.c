@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -51,6 +52,10 @@ static void test_absent(void **state)
 
 int main(void)
 {
+    /* the loader reads these at the first vkCreateInstance: no driver can be found */
+    setenv("VK_DRIVER_FILES", "/nonexistent/icd.json", 1);
+    setenv("VK_ICD_FILENAMES", "/nonexistent/icd.json", 1);
+    unsetenv("VK_ADD_DRIVER_FILES");
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_absent)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
