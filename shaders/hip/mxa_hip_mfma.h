@@ -39,10 +39,23 @@ MXA_DEV mxa_v16i mxa_mfma_i8(mxa_i8op a, mxa_i8op b, mxa_v16i c)
 #endif
 
 #if MXA_VARIANT == MXA_HIP_VARIANT_MFMA_FP4
+#if defined(MXA_FP4_INTRINSIC_DECL)
+/* Compile checks with a clang that predates the builtin (tests/hip/compile_check.sh):
+ * the same LLVM intrinsic, named directly, with the FP4 operand width (4 dwords). */
+typedef int mxa_v4i __attribute__((ext_vector_type(4)));
+extern "C" __device__ mxa_v16f mxa_llvm_mfma_scale_fp4(mxa_v4i, mxa_v4i, mxa_v16f, int, int, int, int, int, int) __asm(
+    "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v4i32.v4i32");
+MXA_DEV mxa_v16f mxa_mfma_fp4(mxa_v8i a, mxa_v8i b, mxa_v16f c, int scale_a, int scale_b)
+{
+    const mxa_v4i a4 = {a[0], a[1], a[2], a[3]}, b4 = {b[0], b[1], b[2], b[3]};
+    return mxa_llvm_mfma_scale_fp4(a4, b4, c, 4, 4, 0, scale_a, 0, scale_b);
+}
+#else
 MXA_DEV mxa_v16f mxa_mfma_fp4(mxa_v8i a, mxa_v8i b, mxa_v16f c, int scale_a, int scale_b)
 {
     return __builtin_amdgcn_mfma_scale_f32_32x32x64_f8f6f4(a, b, c, 4, 4, 0, scale_a, 0, scale_b);
 }
+#endif
 #endif
 #endif /* !MXA_HIP_EMULATE */
 

@@ -67,6 +67,25 @@ for entry in $plan; do
         esac
     done
 done
+# gfx950 with a clang that predates it: LLVM IR from this clang, assembly from the
+# LLVM inside the triton wheel (pip install triton), if present. Never silently.
+case " $skipped " in
+*" gfx950 "*)
+    tdir=${MXA_TRITON_DIR:-$(python3 -c 'import os, importlib.util as u; s = u.find_spec("triton"); print(os.path.dirname(s.origin) if s else "")' 2>/dev/null)}
+    if [ -n "$tdir" ] && [ -f "$tdir/_C/libtriton.so" ]; then
+        for cfg in "32 32" "64 64" "128 128" "256 256"; do set -- $cfg
+            if python3 "$here/gfx950_via_ir.py" "$cc" "$src" "$tdir" "$1" "$2" >"$out/ir.log" 2>&1; then
+                echo "ok   gfx950 mfma-fp4-d$1-bc$2 (via LLVM IR + triton's LLVM): $(tail -1 "$out/ir.log")"
+                pass=$((pass + 1))
+            else
+                echo "FAIL gfx950 mfma-fp4-d$1-bc$2 (via LLVM IR)"; sed 's/^/    /' "$out/ir.log" | tail -20
+                fail=$((fail + 1))
+            fi
+        done
+        skipped=${skipped/ gfx950/}
+        echo "note: gfx950 compiled from $cc's IR by triton's LLVM; the __builtin_ spelling itself needs clang >= 20 / ROCm >= 6.4"
+    fi ;;
+esac
 [ -n "$skipped" ] && echo "not known to $cc (not compiled):$skipped"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
