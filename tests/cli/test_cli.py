@@ -111,6 +111,12 @@ def good(args, timeout=60):
     return out
 
 
+def devices():
+    """Ids of every present device (probe --json)."""
+    rc, out, _ = run(["probe", "--json"])
+    return [d["id"] for d in json.loads(out)["devices"]] if rc == 0 else []
+
+
 # ---------------------------------------------------------------- usage
 
 def test_usage():
@@ -262,6 +268,16 @@ def test_quantize():
         check(all(math.isnan(x) for x in deq[len(table) * 32:]), "NaN block dequantizes to NaN")
         check(codes[12 * 16:12 * 16 + 2] == [0x92, 0xF7], "SPEC packed bytes 0x92 0xF7")
 
+    # Every device quantizes bit-exactly like the CPU (SPEC section 3).
+    with open(path("c.npy"), "rb") as f:
+        cpu_codes = f.read()
+    with open(path("s.npy"), "rb") as f:
+        cpu_scales = f.read()
+    for dev in devices():
+        good(["quantize", "vec.npy", "--rule", "uos", "--codes", "c.npy", "--scales", "s.npy", "--device", dev])
+        with open(path("c.npy"), "rb") as f, open(path("s.npy"), "rb") as g:
+            check(f.read() == cpu_codes and g.read() == cpu_scales, "device %s quantizes bit-exactly" % dev)
+
     # Random blocks of every magnitude, any rank, tails: against the exact model.
     rng = random.Random(7)
     for rule in ("ocp", "tfs", "uos", "q=6.5", "q=8"):
@@ -383,6 +399,14 @@ def test_attention():
         check(lshape == shape_q[:-1], "lse shape %s for q %s" % (lshape, shape_q))
         err = nmse(o, naive_attention(q, k, v, full_q, full_k, causal))
         check(err < 1e-10, "fp32 recipe vs float64, q %s causal %s: NMSE %g" % (shape_q, causal, err))
+
+        # The fp32 recipe on every device (summation order may differ: fp32 rounding only).
+        if shape_q == (2, 24, 64):
+            ref = naive_attention(q, k, v, full_q, full_k, causal)
+            for dev in devices():
+                good(args + ["--device", dev])
+                err = nmse(load("o.npy")[2], ref)
+                check(err < 1e-10, "fp32 recipe on %s vs float64: NMSE %g" % (dev, err))
 
     # --stats: numbers for every recipe; PNQ row sums exactly 1.
     save("q.npy", (1, 2, 64, 64), normal(rng, 8192))

@@ -109,9 +109,8 @@ static void print_text(const mxa_runtime *rt, int nb, int nd, const char *auto_i
     for (int i = 0; i < nb; i++) {
         mxa_backend_info b;
         if (mxa_backend_get_info(rt, i, &b)) continue;
-        if (b.present)
-            printf("  %-8s present  %d device%s%s%s\n", b.name, b.device_count, b.device_count == 1 ? "" : "s",
-                   b.reason[0] ? ": " : "", b.reason);
+        if (b.present && b.reason[0]) printf("  %-8s present  %s\n", b.name, b.reason);
+        else if (b.present) printf("  %-8s present  %d device%s\n", b.name, b.device_count, b.device_count == 1 ? "" : "s");
         else
             printf("  %-8s absent   %s\n", b.name, b.reason[0] ? b.reason : "no device");
     }
@@ -121,7 +120,8 @@ static void print_text(const mxa_runtime *rt, int nb, int nd, const char *auto_i
         if (mxa_device_get_info(rt, i, &d)) continue;
         const int is_auto = auto_id && strcmp(auto_id, d.id) == 0;
         printf("  %-10s %s%s\n", d.id, d.name, is_auto ? "   <- auto" : "");
-        printf("             vendor %s, driver %s, %" PRIu32 " compute units", d.vendor, d.driver, d.compute_units);
+        printf("             vendor %s, driver %s", d.vendor, d.driver);
+        if (d.compute_units) printf(", %" PRIu32 " compute units", d.compute_units);
         if (d.memory_bytes) printf(", %.1f GiB", (double)d.memory_bytes / (1024.0 * 1024.0 * 1024.0));
         if (d.shared_memory_bytes) printf(", %" PRIu64 " KiB shared", d.shared_memory_bytes / 1024);
         printf(", subgroup %" PRIu32 "..%" PRIu32 "\n", d.subgroup_min, d.subgroup_max);
