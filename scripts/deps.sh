@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config clang llvm libclang-rt-dev   # gcc + clang, libFuzzer/sanitizer runtimes
+  clang-19                                                       # compile check of the HIP kernels (AMDGPU targets)
   libcmocka-dev valgrind python3                                 # tests
   libvulkan-dev libvulkan-volk-dev glslang-tools mesa-vulkan-drivers  # Vulkan backend + lavapipe
   ocl-icd-opencl-dev ocl-icd-libopencl1 opencl-headers pocl-opencl-icd # OpenCL backend + PoCL
