@@ -21,7 +21,7 @@
 
 void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
 
-enum { S_QIN, S_KIN, S_VIN, S_QP, S_KP, S_VP, S_QS, S_KS, S_VS, S_O, S_LSE };
+enum { S_QIN, S_KIN, S_VIN, S_QP, S_KP, S_VP, S_QS, S_KS, S_VS, S_O, S_LSE, S_VMAX };
 
 /* Whether the coopmat kernel can run on the device at all; why not in `why`. */
 static int coopmat_device_ok(const vk_probe_data *p, const char **why)
@@ -107,7 +107,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     snprintf(info->variant, sizeof info->variant, "%s", variant);
 
     mxa_status st;
-    vk_buffer *qin, *kin, *vin, *qp, *kp, *vp, *qs, *ks, *vs, *ob, *lb;
+    vk_buffer *qin, *kin, *vin, *qp, *kp, *vp, *qs, *ks, *vs, *ob, *lb, *vmax;
     uint32_t qoff, koff, voff, ooff = 0;
     if ((st = input_buffer(dev, &call->q, S_QIN, &qin, &qoff)) || (st = input_buffer(dev, &call->k, S_KIN, &kin, &koff)) ||
         (st = input_buffer(dev, &call->v, S_VIN, &vin, &voff)))
@@ -116,7 +116,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
         (st = vk_scratch(dev, S_KP, b * hkv * nk_pad * d * esize, &kp)) ||
         (st = vk_scratch(dev, S_VP, b * hkv * nk_pad * d * esize, &vp)) ||
         (st = vk_scratch(dev, S_QS, b * h * nq_pad * 4, &qs)) || (st = vk_scratch(dev, S_KS, b * hkv * nk_pad * 4, &ks)) ||
-        (st = vk_scratch(dev, S_VS, b * hkv * d * 4, &vs)) || (st = vk_scratch(dev, S_LSE, b * h * nq * 4, &lb)))
+        (st = vk_scratch(dev, S_VS, b * hkv * d * 4, &vs)) || (st = vk_scratch(dev, S_VMAX, b * hkv * d * 4, &vmax)) || (st = vk_scratch(dev, S_LSE, b * h * nq * 4, &lb)))
         return st;
     if (call->o.buffer) {
         ob = (vk_buffer *)call->o.buffer;
@@ -137,8 +137,8 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
       pk = {(uint32_t)(b * hkv * nk), (uint32_t)nk, (uint32_t)nk_pad, koff, desc->hadamard != 0, qk, kind, t,
             mxa_hadamard_norm((int)d)};
     struct {
-        uint32_t heads, n, n_pad, x_offset, quant, kind, t;
-    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, voff, qv, kind, t};
+        uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass;
+    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, voff, qv, kind, t, 1};
     const int32_t spec_d[4] = {(int32_t)d, 0, 0, 0};
     uint32_t gx, gy;
     vk_batch batch;
@@ -147,16 +147,21 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     /* padding rows/tokens must read as zeros */
     if ((st = vk_batch_fill(&batch, qp, b * h * nq_pad * d * esize)) || (st = vk_batch_fill(&batch, kp, b * hkv * nk_pad * d * esize)) ||
         (st = vk_batch_fill(&batch, vp, b * hkv * nk_pad * d * esize)) || (st = vk_batch_fill(&batch, qs, b * h * nq_pad * 4)) ||
-        (st = vk_batch_fill(&batch, ks, b * hkv * nk_pad * 4)))
+        (st = vk_batch_fill(&batch, ks, b * hkv * nk_pad * 4)) || (st = vk_batch_fill(&batch, vmax, b * hkv * d * 4)))
         return st;
-    vk_buffer *bq[3] = {qin, qp, qs}, *bk[3] = {kin, kp, ks}, *bv[3] = {vin, vp, vs};
+    vk_buffer *bq[3] = {qin, qp, qs}, *bk[3] = {kin, kp, ks}, *bv[4] = {vin, vp, vs, vmax};
     const vk_kernel kqk = coop ? VK_K_PREP_QK_F16 : VK_K_PREP_QK_F32, kv = coop ? VK_K_PREP_V_F16 : VK_K_PREP_V_F32;
     vk_grid_1d(b * h * nq, 64, &gx, &gy);
     if ((st = vk_batch_dispatch(&batch, kqk, spec_d, 64, bq, 3, &pq, sizeof pq, gx, gy, 1))) return st;
     vk_grid_1d(b * hkv * nk, 64, &gx, &gy);
     if ((st = vk_batch_dispatch(&batch, kqk, spec_d, 64, bk, 3, &pk, sizeof pk, gx, gy, 1))) return st;
-    vk_grid_1d(b * hkv * d, 64, &gx, &gy);
-    if ((st = vk_batch_dispatch(&batch, kv, spec_d, 64, bv, 3, &pv, sizeof pv, gx, gy, 1))) return st;
+    vk_grid_1d(b * hkv * ((nk + 31) / 32) * d, 64, &gx, &gy);
+    if (coop) { /* pass 0: each V column's largest block exponent */
+        pv.pass = 0;
+        if ((st = vk_batch_dispatch(&batch, kv, spec_d, 64, bv, 4, &pv, sizeof pv, gx, gy, 1))) return st;
+        pv.pass = 1;
+    }
+    if ((st = vk_batch_dispatch(&batch, kv, spec_d, 64, bv, 4, &pv, sizeof pv, gx, gy, 1))) return st;
     if (coop) {
         struct {
             uint32_t h, hkv, nq, nk, nq_pad, nk_pad, o_offset, causal, quant_p, pnq, kind, t;

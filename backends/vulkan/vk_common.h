@@ -85,6 +85,7 @@ typedef enum vk_kernel {
 
 #define VK_MAX_BINDINGS 8
 #define VK_MAX_PIPELINES 32
+#define VK_MAX_TIMESTAMPS 16 /* start, one after each dispatch (debug log), end */
 
 typedef struct vk_pipeline {
     vk_kernel kernel;
@@ -143,6 +144,8 @@ typedef struct vk_batch {
     vk_device *dev;
     int timed;   /* timestamps written around the batch */
     int sets_used;
+    int stamps;  /* timestamps written so far */
+    vk_kernel kernels[VK_MAX_TIMESTAMPS];
 } vk_batch;
 int vk_kernel_available(vk_kernel kernel);
 mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch);

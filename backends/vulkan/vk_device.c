@@ -175,7 +175,7 @@ static mxa_status create_commands(vk_device *dev)
     if (dev->probe->timestamp_bits > 0) {
         VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
                                      .queryType = VK_QUERY_TYPE_TIMESTAMP,
-                                     .queryCount = 2};
+                                     .queryCount = VK_MAX_TIMESTAMPS};
         if (vkCreateQueryPool(dev->device, &qci, NULL, &dev->timestamps) != VK_SUCCESS)
             dev->timestamps = VK_NULL_HANDLE; /* timing is optional */
     }

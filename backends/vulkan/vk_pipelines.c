@@ -10,6 +10,7 @@
 #include "vk_common.h"
 #include "vk_spirv.h"
 #include "../../runtime/cache.h"
+#include "../../runtime/log.h"
 #include "../../runtime/status.h"
 
 typedef struct spirv_blob {
@@ -138,8 +139,9 @@ mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch)
     if (r == VK_SUCCESS) r = vkBeginCommandBuffer(dev->cmd, &bi);
     if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: cannot begin a command buffer: %s", vk_result_name(r));
     if (batch->timed) {
-        vkCmdResetQueryPool(dev->cmd, dev->timestamps, 0, 2);
+        vkCmdResetQueryPool(dev->cmd, dev->timestamps, 0, VK_MAX_TIMESTAMPS);
         vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, dev->timestamps, 0);
+        batch->stamps = 1;
     }
     return MXA_OK;
 }
@@ -186,13 +188,17 @@ mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t sp
     if (push_size) vkCmdPushConstants(dev->cmd, dev->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
     vkCmdDispatch(dev->cmd, gx, gy, gz);
     barrier(dev, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+    if (batch->timed && batch->stamps < VK_MAX_TIMESTAMPS - 1) { /* per-dispatch times for the debug log */
+        batch->kernels[batch->stamps] = kernel;
+        vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dev->timestamps, (uint32_t)batch->stamps++);
+    }
     return MXA_OK;
 }
 
 mxa_status vk_batch_submit(vk_batch *batch, double *seconds)
 {
     vk_device *dev = batch->dev;
-    if (batch->timed) vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, dev->timestamps, 1);
+    if (batch->timed) vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, dev->timestamps, (uint32_t)batch->stamps++);
     VkResult r = vkEndCommandBuffer(dev->cmd);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &dev->cmd};
     if (r == VK_SUCCESS) r = vkQueueSubmit(dev->queue, 1, &si, dev->fence);
@@ -201,12 +207,15 @@ mxa_status vk_batch_submit(vk_batch *batch, double *seconds)
     if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: kernel submission failed: %s", vk_result_name(r));
     if (seconds) *seconds = -1.0;
     if (batch->timed && seconds) {
-        uint64_t ts[2];
-        if (vkGetQueryPoolResults(dev->device, dev->timestamps, 0, 2, sizeof ts, ts, sizeof ts[0],
+        uint64_t ts[VK_MAX_TIMESTAMPS];
+        const uint32_t n = (uint32_t)batch->stamps;
+        if (vkGetQueryPoolResults(dev->device, dev->timestamps, 0, n, sizeof ts, ts, sizeof ts[0],
                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
             uint64_t mask = dev->probe->timestamp_bits >= 64 ? ~0ull : ((1ull << dev->probe->timestamp_bits) - 1);
-            uint64_t ticks = (ts[1] - ts[0]) & mask;
-            *seconds = (double)ticks * dev->probe->timestamp_period * 1e-9;
+            const double tick = dev->probe->timestamp_period * 1e-9;
+            *seconds = (double)((ts[n - 1] - ts[0]) & mask) * tick;
+            for (uint32_t i = 1; i + 1 < n; i++)
+                MXA_LOG_D("vulkan: %s %.3f ms", blobs[batch->kernels[i]].name, (double)((ts[i] - ts[i - 1]) & mask) * tick * 1e3);
         }
     }
     return MXA_OK;

@@ -20,6 +20,7 @@
 #extension GL_KHR_shader_subgroup_vote : require
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_control_flow_attributes : require
 #include "mxfp4.glsl"
 
 layout(constant_id = 0) const int D = 128;
@@ -32,7 +33,7 @@ const float P_SCALE = 4096.0; // P^ <= 1: 2^12 keeps blocks down to 2^-36 exact 
 
 layout(std430, binding = 0) readonly buffer QB { float16_t q[]; };   // [b*h, nq_pad, D]
 layout(std430, binding = 1) readonly buffer KB { float16_t k[]; };   // [b*hkv, nk_pad, D]
-layout(std430, binding = 2) readonly buffer VB { float16_t vt[]; };  // [b*hkv, D, nk_pad]
+layout(std430, binding = 2) readonly buffer VB { float16_t vt[]; };  // [b*hkv, nk_pad, D]
 layout(std430, binding = 3) readonly buffer QS { float qscale[]; };  // [b*h, nq_pad]
 layout(std430, binding = 4) readonly buffer KS { float kscale[]; };  // [b*hkv, nk_pad]
 layout(std430, binding = 5) readonly buffer VS { float vscale[]; };  // [b*hkv, D]
@@ -57,13 +58,16 @@ void main()
     const uint row = i0 + r;
     const uint sbase = w * uint(16 * BC);
     const uint cbase = half_ * 32u;
+    // Lane (r, half) visits its 32 keys starting at column `skew`: at every step the 32
+    // lanes touch 32 different shared-memory banks (row stride BC is a multiple of 32).
+    const uint skew = (r + 16u * half_) & 31u;
     const float NEG_INF = uintBitsToFloat(0xff800000u);
 
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> qa[DT];
-    for (int dt = 0; dt < DT; dt++)
+    [[unroll]] for (int dt = 0; dt < DT; dt++)
         coopMatLoadNV(qa[dt], q, (bh * pc.nq_pad + i0) * uint(D) + uint(dt * 16), uint(D), false);
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> oacc[DT];
-    for (int dt = 0; dt < DT; dt++) oacc[dt] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    [[unroll]] for (int dt = 0; dt < DT; dt++) oacc[dt] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
     const float qs = qscale[bh * pc.nq_pad + row] * pc.scale;
     const int last = pc.causal != 0u ? int(row) + int(pc.nk) - int(pc.nq) : int(pc.nk) - 1;
@@ -75,9 +79,9 @@ void main()
     for (int tile = 0; tile < ntiles; tile++) {
         const uint j0 = uint(tile * BC);
         subgroupBarrier(); // previous tile's loads from sS/sP are done
-        for (int kt = 0; kt < KT; kt++) {
+        [[unroll]] for (int kt = 0; kt < KT; kt++) {
             fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> sacc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
-            for (int dt = 0; dt < DT; dt++) {
+            [[unroll]] for (int dt = 0; dt < DT; dt++) {
                 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> kb;
                 coopMatLoadNV(kb, k, (kbase + j0 + uint(kt * 16)) * uint(D) + uint(dt * 16), uint(D), true);
                 sacc = coopMatMulAddNV(qa[dt], kb, sacc);
@@ -90,10 +94,11 @@ void main()
         // this lane: row r, keys j0 + half_*32 .. +31
         float p[32];
         float tile_max = NEG_INF;
-        for (uint e = 0u; e < 32u; e++) {
-            const uint j = j0 + cbase + e;
+        [[unroll]] for (uint e = 0u; e < 32u; e++) {
+            const uint col = cbase + ((e + skew) & 31u);
+            const uint j = j0 + col;
             float s = NEG_INF;
-            if (int(j) <= last && j < pc.nk) s = sS[sbase + r * uint(BC) + cbase + e] * kscale[kbase + j] * qs;
+            if (int(j) <= last && j < pc.nk) s = sS[sbase + r * uint(BC) + col] * kscale[kbase + j] * qs;
             p[e] = s;
             tile_max = max(tile_max, s);
         }
@@ -105,15 +110,23 @@ void main()
             alpha = exp(m - m_new);
             float sum_tilde = 0.0, sum_hat = 0.0;
             uint maxbits = 0u;
-            for (uint e = 0u; e < 32u; e++) {
+            [[unroll]] for (uint e = 0u; e < 32u; e++) {
                 p[e] = p[e] == NEG_INF ? 0.0 : exp(p[e] - m_new);
                 sum_tilde += p[e];
                 maxbits = max(maxbits, floatBitsToUint(p[e]));
             }
             if (pc.quant_p != 0u) {
                 const int ex = mx_exponent(maxbits, pc.kind, pc.t);
-                for (uint e = 0u; e < 32u; e++) {
-                    p[e] = ldexp(MX_E2M1[mx_code(floatBitsToUint(p[e]), ex)], ex);
+                // P~ in [0, 1], ex in [-127, -2]: v = P~ * 2^-ex is an exact power-of-two
+                // scaling, so float compares give the RNE code of mx_code (a subnormal P~
+                // may flush to 0 here: its weight is below 2^-126 of the row maximum).
+                const float up = uintBitsToFloat(uint(127 - ex) << 23);
+                const float down = ldexp(1.0, ex);
+                [[unroll]] for (uint e = 0u; e < 32u; e++) {
+                    const float v = p[e] * up;
+                    const float c = float(v > 0.25) + float(v >= 0.75) + float(v > 1.25) + float(v >= 1.75);
+                    const float g = v > 5.0 ? 6.0 : v >= 3.5 ? 4.0 : v > 2.5 ? 3.0 : 0.5 * c; // E2M1 value
+                    p[e] = g * down;
                     sum_hat += p[e];
                 }
             } else {
@@ -122,7 +135,7 @@ void main()
             part = (pc.pnq != 0u || pc.quant_p == 0u) ? sum_hat : sum_tilde;
         }
         else {
-            for (uint e = 0u; e < 32u; e++) p[e] = 0.0; // nothing visible yet
+            [[unroll]] for (uint e = 0u; e < 32u; e++) p[e] = 0.0; // nothing visible yet
         }
         // row sum = first block + second block, in key order like the reference
         const float other = subgroupShuffleXor(part, 1u);
@@ -131,7 +144,8 @@ void main()
             l = alpha * l + rowsum;
             m = m_new;
         }
-        for (uint e = 0u; e < 32u; e++) sP[sbase + r * uint(BC) + cbase + e] = float16_t(p[e] * P_SCALE);
+        [[unroll]] for (uint e = 0u; e < 32u; e++)
+            sP[sbase + r * uint(BC) + cbase + ((e + skew) & 31u)] = float16_t(p[e] * P_SCALE);
 
         if (subgroupAny(alpha != 1.0)) {
             // rescale O rows through shared memory, KT accumulators (16 x BC floats) at a time
@@ -141,7 +155,7 @@ void main()
                     coopMatStoreNV(oacc[d0 + u], sS, sbase + uint(u * 16), uint(BC), false);
                 subgroupMemoryBarrierShared();
                 subgroupBarrier();
-                for (uint e = 0u; e < 32u; e++) sS[sbase + r * uint(BC) + cbase + e] *= alpha;
+                [[unroll]] for (uint e = 0u; e < 32u; e++) sS[sbase + r * uint(BC) + cbase + ((e + skew) & 31u)] *= alpha;
                 subgroupMemoryBarrierShared();
                 subgroupBarrier();
                 for (int u = 0; u < KT && d0 + u < DT; u++)
@@ -150,12 +164,12 @@ void main()
         }
         subgroupMemoryBarrierShared();
         subgroupBarrier();
-        for (int kt = 0; kt < KT; kt++) {
+        [[unroll]] for (int kt = 0; kt < KT; kt++) {
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> pa;
             coopMatLoadNV(pa, sP, sbase + uint(kt * 16), uint(BC), false);
-            for (int dt = 0; dt < DT; dt++) {
+            [[unroll]] for (int dt = 0; dt < DT; dt++) {
                 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> vb;
-                coopMatLoadNV(vb, vt, (kvh * uint(D) + uint(dt * 16)) * pc.nk_pad + j0 + uint(kt * 16), pc.nk_pad, true);
+                coopMatLoadNV(vb, vt, (kbase + j0 + uint(kt * 16)) * uint(D) + uint(dt * 16), uint(D), false);
                 oacc[dt] = coopMatMulAddNV(pa, vb, oacc[dt]);
             }
         }
@@ -169,11 +183,12 @@ void main()
         for (int u = 0; u < KT && d0 + u < DT; u++) coopMatStoreNV(oacc[d0 + u], sS, sbase + uint(u * 16), uint(BC), false);
         subgroupMemoryBarrierShared();
         subgroupBarrier();
-        for (uint e = 0u; e < 32u; e++) {
-            const uint c = uint(d0 * 16) + cbase + e;
+        [[unroll]] for (uint e = 0u; e < 32u; e++) {
+            const uint col = cbase + ((e + skew) & 31u);
+            const uint c = uint(d0 * 16) + col;
             if (valid && c < uint(D))
                 o[pc.o_offset + (bh * pc.nq + row) * uint(D) + c] =
-                    m == NEG_INF ? 0.0 : sS[sbase + r * uint(BC) + cbase + e] * vscale[kvh * uint(D) + c] * inv;
+                    m == NEG_INF ? 0.0 : sS[sbase + r * uint(BC) + col] * vscale[kvh * uint(D) + c] * inv;
         }
     }
     if (valid && half_ == 0u) lse[bh * pc.nq + row] = m == NEG_INF ? NEG_INF : m + log(l);

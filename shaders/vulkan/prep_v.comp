@@ -1,10 +1,12 @@
 #version 450
-// V preparation for attention: one invocation per (kv head, column c). Quantizes V in
-// blocks of 32 tokens along the column (the contraction axis of P V); tokens past n
-// are zero padding.
-//   default:  dst = decoded fp32 values, [heads, n_pad, D] like V itself
-//   OUT_F16:  dst = V transposed, [heads, D, n_pad] fp16, divided by 2^E with E the
-//             column's largest block exponent; colscale[head, c] = 2^E.
+// V preparation for attention: one invocation per (kv head, 32-token block, column c).
+// Quantizes V in blocks of 32 tokens along each column (the contraction axis of P V);
+// tokens past n are zero padding. Output row-major [heads, n_pad, D], like V.
+//   default:   fp32 decoded values (the scalar kernel's input)
+//   OUT_F16:   fp16 values divided by 2^E, E the column's largest block exponent, and
+//              colscale[head, c] = 2^E: exact in fp16 whatever the absolute scale.
+//              Pass 0 finds E with an atomic max (colmax holds E + 128, 0 = no block);
+//              pass 1 writes.
 #extension GL_GOOGLE_include_directive : require
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -22,65 +24,53 @@ layout(std430, binding = 1) writeonly buffer Y { float16_t y[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 #endif
 layout(std430, binding = 2) writeonly buffer R { float colscale[]; };
+layout(std430, binding = 3) buffer M { uint colmax[]; };
 
 layout(push_constant) uniform P {
-    uint heads, n, n_pad, x_offset, quant, kind, t;
+    uint heads, n, n_pad, x_offset, quant, kind, t, pass_;
 } pc;
-
-// Padding tokens read as zero. The index is clamped so that no lane loads out of
-// bounds even where the compiler turns the select into a load of both sides.
-uint bits_at(uint head, uint j, uint c)
-{
-    uint bits = floatBitsToUint(x[pc.x_offset + (head * pc.n + min(j, pc.n - 1u)) * uint(D) + c]);
-    return j < pc.n ? bits : 0u;
-}
-
-uint dst_index(uint head, uint j, uint c)
-{
-#ifdef OUT_F16
-    return (head * uint(D) + c) * pc.n_pad + j;
-#else
-    return (head * pc.n_pad + j) * uint(D) + c;
-#endif
-}
 
 void main()
 {
-    uint idx = gl_WorkGroupID.y * gl_NumWorkGroups.x * 64u + gl_GlobalInvocationID.x;
-    if (idx >= pc.heads * uint(D)) return;
-    uint head = idx / uint(D), c = idx % uint(D);
-    uint nblocks = (pc.n + 31u) / 32u;
-    int emax = -1000;
-    if (pc.quant != 0u) {
-        for (uint blk = 0u; blk < nblocks; blk++) {
-            uint maxbits = 0u;
-            for (uint i = 0u; i < 32u; i++) maxbits = max(maxbits, bits_at(head, blk * 32u + i, c) & 0x7fffffffu);
-            if (maxbits != 0u) emax = max(emax, mx_exponent(maxbits, pc.kind, pc.t));
-        }
+    const uint nblocks = (pc.n + 31u) / 32u;
+    const uint idx = gl_WorkGroupID.y * gl_NumWorkGroups.x * 64u + gl_GlobalInvocationID.x;
+    if (idx >= pc.heads * nblocks * uint(D)) return;
+    const uint c = idx % uint(D), blk = (idx / uint(D)) % nblocks, head = idx / (uint(D) * nblocks);
+    const uint len = min(32u, pc.n - blk * 32u);
+    uint bits[32];
+    uint maxbits = 0u;
+    for (uint i = 0u; i < 32u; i++) {
+        // clamped index: no lane ever loads out of bounds
+        uint bv = floatBitsToUint(x[pc.x_offset + (head * pc.n + blk * 32u + min(i, len - 1u)) * uint(D) + c]);
+        bits[i] = i < len ? bv : 0u;
+        maxbits = max(maxbits, bits[i] & 0x7fffffffu);
     }
-    if (emax == -1000) emax = 0;
-    for (uint blk = 0u; blk < nblocks; blk++) {
-        uint maxbits = 0u;
-        for (uint i = 0u; i < 32u; i++) maxbits = max(maxbits, bits_at(head, blk * 32u + i, c) & 0x7fffffffu);
-        int e = mx_exponent(maxbits, pc.kind, pc.t);
-        for (uint i = 0u; i < 32u; i++) {
-            uint j = blk * 32u + i;
-            uint b = bits_at(head, j, c);
-            float val = uintBitsToFloat(b);
-            if (pc.quant != 0u) {
-                float m = MX_E2M1[mx_code(b & 0x7fffffffu, e)];
+    const int e = mx_exponent(maxbits, pc.kind, pc.t);
 #ifdef OUT_F16
-                val = ldexp((b >> 31) != 0u ? -m : m, e - emax); // scaled in one step: no fp32 underflow
-#else
-                val = ldexp((b >> 31) != 0u ? -m : m, e);
+    if (pc.pass_ == 0u) {
+        if (pc.quant != 0u && maxbits != 0u) atomicMax(colmax[head * uint(D) + c], uint(e + 128));
+        return;
+    }
+    const uint cm = colmax[head * uint(D) + c];
+    const int emax = cm == 0u ? 0 : int(cm) - 128;
+    if (blk == 0u) colscale[head * uint(D) + c] = ldexp(1.0, emax);
 #endif
-            }
+    for (uint i = 0u; i < 32u; i++) {
+        const uint b = bits[i];
+        float val = uintBitsToFloat(b);
+        if (pc.quant != 0u) {
+            const float m = MX_E2M1[mx_code(b & 0x7fffffffu, e)];
 #ifdef OUT_F16
-            y[dst_index(head, j, c)] = float16_t(val);
+            val = ldexp((b >> 31) != 0u ? -m : m, e - emax); // scaled in one step: no fp32 underflow
 #else
-            y[dst_index(head, j, c)] = val;
+            val = ldexp((b >> 31) != 0u ? -m : m, e);
 #endif
         }
+        const uint dst = (head * pc.n_pad + blk * 32u + i) * uint(D) + c;
+#ifdef OUT_F16
+        y[dst] = float16_t(val);
+#else
+        y[dst] = val;
+#endif
     }
-    colscale[idx] = ldexp(1.0, emax);
 }
