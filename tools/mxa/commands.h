@@ -15,7 +15,8 @@
     X(attention, "run attention on .npy inputs (any recipe or ablation), optionally with --stats") \
     X(quantize, "quantize a .npy tensor to MXFP4 along its last axis; write codes, scales, dequant") \
     X(bench, "time a recipe against fp32 and OpenBLAS materialised attention; TFLOP/s, ratios") \
-    X(analyze, "paper analyses on .npy tensors: uos (J(q), MSE vs q), rowsum (Fig. 7), ablation (Tables 2-3)")
+    X(analyze, "paper analyses on .npy tensors: uos (J(q), MSE vs q), rowsum (Fig. 7), ablation (Tables 2-3)") \
+    X(conform, "the cross-backend conformance suite: every case on every device and kernel variant vs the reference")
 
 #define MXA_DECLARE_COMMAND(name, help) int cmd_##name(int argc, char **argv);
 MXA_COMMANDS(MXA_DECLARE_COMMAND)

@@ -1,0 +1,559 @@
+/*
+ * mxa conform: attention on the device against the reference (SPEC §3): the
+ * runner every attention check shares (guarded outputs, host or device
+ * buffers, half-precision I/O), the comparison under the tolerance table, and
+ * the grid: recipe x {causal, non-causal} x D x tails x GQA, ablations, Bc,
+ * dtypes, scales, long sequences.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conform.h"
+
+/* ------------------------------------------------------------ problems */
+
+static float round_to(float x, mxa_dtype dt)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if (dt == MXA_BF16) {
+        u += 0x7fffu + ((u >> 16) & 1u); /* nearest even; inputs are finite and small */
+        u &= 0xffff0000u;
+        memcpy(&x, &u, 4);
+        return x;
+    }
+    if (dt == MXA_F16) { /* |x| < 2^15 here: round to 11 significant bits, subnormals at 2^-24 */
+        const float a = fabsf(x);
+        if (a < 0x1p-14f) return copysignf(nearbyintf(a * 0x1p24f) * 0x1p-24f, x);
+        int e;
+        frexpf(a, &e);
+        return copysignf(ldexpf(nearbyintf(ldexpf(a, 11 - e)), e - 11), x);
+    }
+    return x;
+}
+
+int conform_problem_make(conform_problem *p, const conform_attn_params *a, uint64_t seed)
+{
+    memset(p, 0, sizeof *p);
+    p->b = a->b; p->h = a->h; p->hkv = a->hkv; p->nq = a->nq; p->nk = a->nk; p->d = a->d;
+    const int64_t nq = a->b * a->h * a->nq * a->d, nkv = a->b * a->hkv * a->nk * a->d;
+    p->q = malloc((size_t)nq * sizeof(float));
+    p->k = malloc((size_t)nkv * sizeof(float));
+    p->v = malloc((size_t)nkv * sizeof(float));
+    if (!p->q || !p->k || !p->v) {
+        conform_problem_free(p);
+        return -1;
+    }
+    conform_rng g = {seed};
+    /* Unit-normal q/k with every 17th channel three times larger (the outliers
+     * the rotation spreads): scores of standard deviation ~2.5 at D = 128. */
+    const float qs = a->flavour == CONFORM_DATA_SHARP ? 3.0f : a->flavour == CONFORM_DATA_FLAT ? 0.1f : 1.0f;
+    for (int64_t i = 0; i < nq; i++) p->q[i] = qs * (float)conform_normal(&g) * ((i % a->d) % 17 == 3 ? 3.0f : 1.0f);
+    for (int64_t i = 0; i < nkv; i++) p->k[i] = (float)conform_normal(&g) * ((i % a->d) % 17 == 3 ? 3.0f : 1.0f);
+    float mean[512];
+    for (int64_t c = 0; c < a->d && c < 512; c++) mean[c] = (float)conform_normal(&g);
+    for (int64_t i = 0; i < nkv; i++)
+        p->v[i] = a->flavour == CONFORM_DATA_ONES ? 1.0f : mean[(i % a->d) % 512] + (float)conform_normal(&g);
+    /* half-precision inputs: the reference sees exactly the values the device gets */
+    if (a->in_dtype != MXA_F32) {
+        for (int64_t i = 0; i < nq; i++) p->q[i] = round_to(p->q[i], a->in_dtype);
+        for (int64_t i = 0; i < nkv; i++) p->k[i] = round_to(p->k[i], a->in_dtype);
+        for (int64_t i = 0; i < nkv; i++) p->v[i] = round_to(p->v[i], a->in_dtype);
+    }
+    return 0;
+}
+
+void conform_problem_free(conform_problem *p)
+{
+    free(p->q);
+    free(p->k);
+    free(p->v);
+    p->q = p->k = p->v = NULL;
+}
+
+void conform_outputs_free(conform_outputs *out)
+{
+    free(out->o);
+    free(out->lse);
+    out->o = out->lse = NULL;
+}
+
+/* float32 -> half bits (nearest even) for inputs already representable. */
+static uint16_t to_half_bits(float x, mxa_dtype dt)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if (dt == MXA_BF16) return (uint16_t)(u >> 16);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    const float a = fabsf(x);
+    if (a == 0.0f) return sign;
+    if (a < 0x1p-14f) return (uint16_t)(sign | (uint16_t)nearbyintf(a * 0x1p24f));
+    int e;
+    const float m = frexpf(a, &e); /* a = m 2^e, m in [0.5, 1) */
+    const uint32_t man = (uint32_t)ldexpf(m, 11) & 0x3ff;
+    return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)man);
+}
+
+static float from_half_bits(uint16_t h, mxa_dtype dt)
+{
+    if (dt == MXA_BF16) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    const int exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    float f = exp == 0x1f ? (man ? NAN : INFINITY) : exp == 0 ? ldexpf((float)man, -24) : ldexpf((float)(man | 0x400), exp - 25);
+    return (h & 0x8000) ? -f : f;
+}
+
+/* A host copy of `src` (n floats) in dtype `dt` (a new array). */
+static void *host_input(const float *src, int64_t n, mxa_dtype dt)
+{
+    if (dt == MXA_F32) return (void *)src;
+    uint16_t *h = malloc((size_t)n * 2);
+    if (h)
+        for (int64_t i = 0; i < n; i++) h[i] = to_half_bits(src[i], dt);
+    return h;
+}
+
+/* ------------------------------------------------------------- the device */
+
+mxa_status conform_device_attention(conform_ctx *ctx, const mxa_attention_desc *desc, const conform_problem *p,
+                                    const conform_attn_params *a, conform_outputs *out, conform_result *r)
+{
+    const int64_t nq = p->b * p->h * p->nq * p->d, nkv = p->b * p->hkv * p->nk * p->d, rows = p->b * p->h * p->nq;
+    const size_t osz = mxa_dtype_size(a->out_dtype);
+    conform_guarded go = {0}, gl = {0};
+    void *qh = NULL, *kh = NULL, *vh = NULL;
+    mxa_buffer *in_buf = NULL, *o_buf = NULL;
+    unsigned char *o_down = NULL;
+    mxa_status st = MXA_OK;
+    char msg[CONFORM_MSG_LEN];
+    memset(out, 0, sizeof *out);
+    out->o = malloc((size_t)nq * sizeof(float));
+    out->lse = a->lse ? malloc((size_t)rows * sizeof(float)) : NULL;
+    float *lse = a->lse ? conform_guarded_alloc(&gl, (size_t)rows * sizeof(float)) : NULL;
+    if (!out->o || (a->lse && (!out->lse || !lse))) goto oom;
+
+    mxa_tensor tq, tk, tv, to, tl;
+    if (a->io == CONFORM_IO_BUFFER) {
+        /* one input buffer, q k v at separate non-zero offsets; the output in its
+         * own buffer between guard regions read back after the call */
+        const size_t g = CONFORM_GUARD, bq = (size_t)nq * 4, bkv = (size_t)nkv * 4;
+        const size_t oq = g, ok = oq + bq + g, ov = ok + bkv + g, total = ov + bkv + g;
+        const size_t obytes = 2 * g + (size_t)nq * 4;
+        unsigned char *fill = malloc(total > obytes ? total : obytes);
+        if (!fill) goto oom;
+        conform_fill_pattern(fill, total > obytes ? total : obytes);
+        if ((st = mxa_buffer_create(ctx->dev, total, &in_buf)) || (st = mxa_buffer_upload(in_buf, 0, fill, total)) ||
+            (st = mxa_buffer_upload(in_buf, oq, p->q, bq)) || (st = mxa_buffer_upload(in_buf, ok, p->k, bkv)) ||
+            (st = mxa_buffer_upload(in_buf, ov, p->v, bkv)) || (st = mxa_buffer_create(ctx->dev, obytes, &o_buf)) ||
+            (st = mxa_buffer_upload(o_buf, 0, fill, obytes))) {
+            free(fill);
+            conform_fail(r, "device buffers: %s: %s", mxa_status_string(st), mxa_last_error_message());
+            goto out;
+        }
+        free(fill);
+        mxa_tensor_init(&tq, MXA_F32, p->b, p->h, p->nq, p->d, NULL);
+        mxa_tensor_init(&tk, MXA_F32, p->b, p->hkv, p->nk, p->d, NULL);
+        mxa_tensor_init(&tv, MXA_F32, p->b, p->hkv, p->nk, p->d, NULL);
+        mxa_tensor_init(&to, MXA_F32, p->b, p->h, p->nq, p->d, NULL);
+        tq.buffer = tk.buffer = tv.buffer = in_buf;
+        tq.offset = oq, tk.offset = ok, tv.offset = ov;
+        to.buffer = o_buf;
+        to.offset = g;
+    } else {
+        qh = host_input(p->q, nq, a->in_dtype);
+        kh = host_input(p->k, nkv, a->in_dtype);
+        vh = host_input(p->v, nkv, a->in_dtype);
+        void *o = conform_guarded_alloc(&go, (size_t)nq * osz);
+        if (!qh || !kh || !vh || !o) goto oom;
+        mxa_tensor_init(&tq, a->in_dtype, p->b, p->h, p->nq, p->d, qh);
+        mxa_tensor_init(&tk, a->in_dtype, p->b, p->hkv, p->nk, p->d, kh);
+        mxa_tensor_init(&tv, a->in_dtype, p->b, p->hkv, p->nk, p->d, vh);
+        mxa_tensor_init(&to, a->out_dtype, p->b, p->h, p->nq, p->d, o);
+    }
+    if (lse) mxa_tensor_init(&tl, MXA_F32, p->b, p->h, p->nq, 1, lse);
+
+    st = mxa_attention(ctx->dev, desc, &tq, &tk, &tv, &to, lse ? &tl : NULL, &out->info);
+
+    /* read the output back (device buffers) whatever happened: a failed call must not write */
+    if (o_buf) {
+        const size_t obytes = 2 * CONFORM_GUARD + (size_t)nq * 4;
+        o_down = malloc(obytes);
+        mxa_status rs = o_down ? mxa_buffer_download(o_buf, 0, o_down, obytes) : MXA_ERR_OUT_OF_MEMORY;
+        if (rs) {
+            conform_fail(r, "reading the output buffer back: %s: %s", mxa_status_string(rs), mxa_last_error_message());
+            goto out;
+        }
+        int64_t before = conform_pattern_mismatch(o_down, CONFORM_GUARD, 0);
+        int64_t after = conform_pattern_mismatch(o_down + CONFORM_GUARD + (size_t)nq * 4, CONFORM_GUARD,
+                                                 (CONFORM_GUARD + (size_t)nq * 4) & 3);
+        if (before >= 0) conform_fail(r, "out-of-bounds write: the output buffer was modified %lld bytes before out",
+                                      (long long)(CONFORM_GUARD - before));
+        else if (after >= 0) conform_fail(r, "out-of-bounds write: the output buffer was modified %lld bytes past out",
+                                          (long long)after);
+        if (st && conform_pattern_mismatch(o_down + CONFORM_GUARD, (size_t)nq * 4, CONFORM_GUARD & 3) >= 0)
+            conform_fail(r, "the call failed (%s) but wrote its output buffer", mxa_status_string(st));
+        if (!st) memcpy(out->o, o_down + CONFORM_GUARD, (size_t)nq * 4);
+    } else if (go.base) {
+        if (conform_guarded_check(&go, "out", msg, sizeof msg)) conform_fail(r, "%s", msg);
+        if (st && !conform_guarded_untouched(&go)) conform_fail(r, "the call failed (%s) but wrote out", mxa_status_string(st));
+        if (!st) {
+            const unsigned char *o = go.base + CONFORM_GUARD;
+            if (a->out_dtype == MXA_F32) memcpy(out->o, o, (size_t)nq * 4);
+            else
+                for (int64_t i = 0; i < nq; i++) {
+                    uint16_t hb;
+                    memcpy(&hb, o + i * 2, 2);
+                    out->o[i] = from_half_bits(hb, a->out_dtype);
+                }
+        }
+    }
+    if (lse) {
+        if (conform_guarded_check(&gl, "lse", msg, sizeof msg)) conform_fail(r, "%s", msg);
+        if (st && !conform_guarded_untouched(&gl)) conform_fail(r, "the call failed (%s) but wrote lse", mxa_status_string(st));
+        if (!st) memcpy(out->lse, lse, (size_t)rows * sizeof(float));
+    }
+    goto out;
+oom:
+    st = MXA_ERR_OUT_OF_MEMORY;
+    conform_fail(r, "out of memory (conform)");
+out:
+    if (qh != p->q) free(qh);
+    if (kh != p->k) free(kh);
+    if (vh != p->v) free(vh);
+    free(o_down);
+    mxa_buffer_destroy(in_buf);
+    mxa_buffer_destroy(o_buf);
+    conform_guarded_free(&go);
+    conform_guarded_free(&gl);
+    return st;
+}
+
+/* ------------------------------------------------------------ reference */
+
+int conform_reference(const mxa_attention_desc *desc, int bc, const conform_problem *p, int want_lse,
+                      conform_outputs *out, conform_result *r)
+{
+    const int64_t nq = p->b * p->h * p->nq * p->d, rows = p->b * p->h * p->nq;
+    memset(out, 0, sizeof *out);
+    out->o = malloc((size_t)nq * sizeof(float));
+    out->lse = want_lse ? malloc((size_t)rows * sizeof(float)) : NULL;
+    if (!out->o || (want_lse && !out->lse)) {
+        conform_outputs_free(out);
+        return conform_fail(r, "out of memory (reference)"), -1;
+    }
+    mxa_tensor q, k, v, o, l;
+    mxa_tensor_init(&q, MXA_F32, p->b, p->h, p->nq, p->d, p->q);
+    mxa_tensor_init(&k, MXA_F32, p->b, p->hkv, p->nk, p->d, p->k);
+    mxa_tensor_init(&v, MXA_F32, p->b, p->hkv, p->nk, p->d, p->v);
+    mxa_tensor_init(&o, MXA_F32, p->b, p->h, p->nq, p->d, out->o);
+    mxa_tensor_init(&l, MXA_F32, p->b, p->h, p->nq, 1, out->lse);
+    mxa_attention_desc d = *desc;
+    d.bc = 0;
+    mxa_status st = mxa_reference_attention(&d, bc, &q, &k, &v, &o, want_lse ? &l : NULL, NULL);
+    if (st) {
+        conform_outputs_free(out);
+        conform_fail(r, "reference at Bc %d: %s: %s", bc, mxa_status_string(st), mxa_last_error_message());
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- compare */
+
+/* 1 if row `row` (flattened b, h, i) has no visible key (SPEC §2: O = 0, LSE = -inf). */
+static int row_empty(const conform_problem *p, int causal, int64_t row)
+{
+    const int64_t i = row % p->nq;
+    return causal && i + p->nk - p->nq < 0;
+}
+
+int conform_compare(const mxa_attention_desc *desc, const conform_problem *p, const conform_outputs *dev,
+                    const conform_outputs *ref, conform_result *r)
+{
+    const conform_tolerance *tol = conform_tolerance_for(desc);
+    const int64_t d = p->d, rows = p->b * p->h * p->nq;
+    double err2 = 0.0, ref2 = 0.0, max_abs = 0.0, worst_row = 0.0;
+    int64_t worst_at = -1, outliers = 0, bad_value = -1, lse_bad = -1;
+    double in_err2 = 0.0, in_ref2 = 0.0; /* over rows that are not outliers */
+    double nmse_max = tol->nmse_max;
+    r->threshold = nmse_max;
+    for (int64_t row = 0; row < rows; row++) {
+        const float *a = dev->o + row * d, *b = ref->o + row * d;
+        const int empty = row_empty(p, desc->causal, row);
+        double e2 = 0.0, b2 = 0.0;
+        for (int64_t c = 0; c < d; c++) {
+            if (!isfinite(a[c])) {
+                if (bad_value < 0) bad_value = row * d + c;
+                continue;
+            }
+            if (empty && a[c] != 0.0f && bad_value < 0) bad_value = row * d + c;
+            const double e = (double)a[c] - b[c];
+            e2 += e * e;
+            b2 += (double)b[c] * b[c];
+            if (fabs(e) > max_abs) max_abs = fabs(e);
+        }
+        err2 += e2;
+        ref2 += b2;
+        const double rn = b2 > 0.0 ? e2 / b2 : e2;
+        int lse_off = 0;
+        if (dev->lse && ref->lse) {
+            const float la = dev->lse[row], lb = ref->lse[row];
+            if (empty || isinf(lb)) {
+                if (!(isinf(la) && la < 0)) lse_bad = lse_bad < 0 ? row : lse_bad;
+            } else if (!isfinite(la)) {
+                lse_bad = lse_bad < 0 ? row : lse_bad;
+            } else if (fabs((double)la - lb) > tol->lse_abs * (1.0 + fabs(lb))) {
+                lse_off = 1;
+                if (fabs((double)la - lb) > 0.05 * (1.0 + fabs(lb)) || tol->row_nmse_flip == 0.0)
+                    lse_bad = lse_bad < 0 ? row : lse_bad;
+            }
+        }
+        if (rn > nmse_max || lse_off) {
+            outliers++;
+            if (rn > worst_row || worst_at < 0) worst_row = rn, worst_at = row;
+        } else {
+            in_err2 += e2;
+            in_ref2 += b2;
+        }
+    }
+    r->nmse = ref2 > 0.0 ? err2 / ref2 : err2;
+    r->max_abs = max_abs;
+    if (bad_value >= 0) {
+        const int64_t row = bad_value / d;
+        return conform_fail(r, "%s at row %lld col %lld (value %g)%s",
+                            row_empty(p, desc->causal, row) ? "a row with no visible key is not 0" : "non-finite output",
+                            (long long)row, (long long)(bad_value % d), (double)dev->o[bad_value],
+                            row_empty(p, desc->causal, row) ? " (SPEC §2: O = 0)" : "");
+    }
+    if (lse_bad >= 0)
+        return conform_fail(r, "lse row %lld: %g, reference %g", (long long)lse_bad, (double)dev->lse[lse_bad],
+                            (double)ref->lse[lse_bad]);
+    if (r->nmse <= nmse_max && outliers == 0) return 1;
+    /* isolated code flips: few rows, each bounded, the rest within the bound */
+    int64_t allowed = (int64_t)(tol->flip_rows * (double)rows);
+    if (allowed < 1) allowed = 1;
+    const double rest = in_ref2 > 0.0 ? in_err2 / in_ref2 : in_err2;
+    if (tol->row_nmse_flip > 0.0 && outliers <= allowed && worst_row <= tol->row_nmse_flip && rest <= nmse_max) {
+        snprintf(r->message, sizeof r->message, "%lld isolated code-flip row%s (worst row %lld nmse %.2e)",
+                 (long long)outliers, outliers == 1 ? "" : "s", (long long)worst_at, worst_row);
+        return 1;
+    }
+    return conform_fail(r, "nmse %.3e > %.0e (%s): %lld/%lld rows differ, worst row %lld nmse %.2e, max |diff| %.3g",
+                        r->nmse, nmse_max, tol->klass, (long long)outliers, (long long)rows, (long long)worst_at,
+                        worst_row, max_abs);
+}
+
+/* ---------------------------------------------------------- the check */
+
+void conform_attention_check(conform_ctx *ctx, const mxa_attention_desc *desc, const conform_problem *p,
+                             const conform_attn_params *a, unsigned flags, conform_result *r)
+{
+    conform_outputs dev = {0}, ref = {0}, f32 = {0};
+    mxa_status st = conform_device_attention(ctx, desc, p, a, &dev, r);
+    if (st == MXA_ERR_UNSUPPORTED && r->status != CONFORM_FAIL) {
+        if ((flags & CF_REQUIRED) && !ctx->forced)
+            conform_fail(r, "the device says unsupported, but every device must run this: %s", mxa_last_error_message());
+        else {
+            r->status = CONFORM_UNSUPPORTED;
+            snprintf(r->message, sizeof r->message, "%s", mxa_last_error_message());
+        }
+        goto out;
+    }
+    if (st) {
+        conform_fail(r, "mxa_attention: %s: %s", mxa_status_string(st), mxa_last_error_message());
+        goto out;
+    }
+    if (r->status == CONFORM_FAIL) goto out;
+    r->bc = dev.info.bc;
+    snprintf(r->variant, sizeof r->variant, "%s", dev.info.variant);
+    if (dev.info.bc <= 0 || dev.info.bc % 32) {
+        conform_fail(r, "the device reported Bc %d (must be a positive multiple of 32)", dev.info.bc);
+        goto out;
+    }
+    if (desc->bc && dev.info.bc != desc->bc) {
+        conform_fail(r, "asked for Bc %d, the device reports Bc %d", desc->bc, dev.info.bc);
+        goto out;
+    }
+    if (!dev.info.variant[0]) {
+        conform_fail(r, "the device did not report the variant that ran");
+        goto out;
+    }
+    if (conform_reference(desc, dev.info.bc, p, a->lse, &ref, r)) goto out;
+    if (a->out_dtype != MXA_F32) /* the device rounds its own result: compare like with like */
+        for (int64_t i = 0; i < p->b * p->h * p->nq * p->d; i++) ref.o[i] = round_to(ref.o[i], a->out_dtype);
+    const double saved_thr = conform_tolerance_for(desc)->nmse_max;
+    if (!conform_compare(desc, p, &dev, &ref, r) && a->out_dtype != MXA_F32) {
+        /* a half output may differ by one rounding step where the fp32 results straddle a tie */
+        const double eps = a->out_dtype == MXA_BF16 ? 0x1p-8 : 0x1p-11;
+        if (r->nmse <= saved_thr + eps * eps) {
+            r->status = CONFORM_PASS;
+            snprintf(r->message, sizeof r->message, "within one %s rounding step", a->out_dtype == MXA_BF16 ? "bf16" : "f16");
+        }
+        r->threshold = saved_thr + eps * eps;
+    }
+    /* the method's accuracy (informational, SPEC §3) */
+    if (desc->quantize) {
+        mxa_attention_desc fd;
+        mxa_attention_desc_init(&fd, MXA_RECIPE_FP32);
+        fd.causal = desc->causal;
+        fd.scale = desc->scale;
+        conform_result scratch = {0};
+        if (conform_reference(&fd, dev.info.bc, p, 0, &f32, &scratch) == 0) {
+            double e2 = 0.0, b2 = 0.0;
+            for (int64_t i = 0; i < p->b * p->h * p->nq * p->d; i++) {
+                const double e = (double)dev.o[i] - f32.o[i];
+                e2 += e * e;
+                b2 += (double)f32.o[i] * f32.o[i];
+            }
+            r->nmse_fp32 = b2 > 0.0 ? e2 / b2 : e2;
+        }
+    } else {
+        r->nmse_fp32 = r->nmse;
+    }
+out:
+    conform_outputs_free(&dev);
+    conform_outputs_free(&ref);
+    conform_outputs_free(&f32);
+}
+
+/* ---------------------------------------------------------------- grid */
+
+static void run_attention(conform_ctx *ctx, const conform_case *c, conform_result *r)
+{
+    conform_problem p;
+    if (conform_problem_make(&p, &c->attn, conform_case_seed(ctx->seed, c->name))) {
+        conform_fail(r, "out of memory");
+        return;
+    }
+    mxa_attention_desc desc = conform_recipe_desc(c->attn.recipe);
+    desc.causal = c->attn.causal;
+    desc.bc = c->attn.bc;
+    if (c->index > 0) desc.scale = (float)c->index / 1000.0f; /* an explicit softmax scale */
+    conform_attention_check(ctx, &desc, &p, &c->attn, c->flags, r);
+    conform_problem_free(&p);
+}
+
+static const char *const flavour_what[] = {
+    "attention-like data (outlier channels)", "sharp scores (x3): near one-hot softmax",
+    "flat scores (x0.1): near-uniform weights", "v = 1",
+};
+
+static int add(conform_case_list *list, const char *name, unsigned flags, const conform_attn_params *a, int scale_milli)
+{
+    conform_case c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "%s", name);
+    c.group = "attention";
+    c.what = flavour_what[a->flavour];
+    c.flags = flags;
+    c.run = run_attention;
+    c.attn = *a;
+    c.index = scale_milli;
+    return conform_case_add(list, &c) ? 0 : -1;
+}
+
+/* The tails: Nk = 1 (MQA, causal leaves rows empty), 31 (square, device
+ * buffers), 33 (Nq > Nk, GQA), 130 (several tiles and a partial one, buffers). */
+static const struct {
+    int64_t b, h, hkv, nq, nk;
+    conform_io io;
+    int lse;
+} tails[] = {
+    {1, 4, 1, 16, 1, CONFORM_IO_HOST, 1},
+    {2, 2, 2, 31, 31, CONFORM_IO_BUFFER, 0},
+    {1, 4, 2, 40, 33, CONFORM_IO_HOST, 1},
+    {1, 2, 1, 24, 130, CONFORM_IO_BUFFER, 1},
+};
+
+int conform_add_attn_cases(conform_case_list *list)
+{
+    static const int64_t ds[] = {32, 64, 128, 256};
+    char name[CONFORM_NAME_LEN];
+    conform_attn_params a;
+    /* named recipes: the full grid */
+    for (int ri = 0; ri < conform_recipe_count; ri++) {
+        if (!conform_recipes[ri].core) continue;
+        for (int causal = 0; causal < 2; causal++)
+            for (int di = 0; di < 4; di++)
+                for (int ti = 0; ti < 4; ti++) {
+                    memset(&a, 0, sizeof a);
+                    a.recipe = ri;
+                    a.causal = causal;
+                    a.b = tails[ti].b, a.h = tails[ti].h, a.hkv = tails[ti].hkv, a.nq = tails[ti].nq, a.nk = tails[ti].nk;
+                    a.d = ds[di];
+                    a.io = tails[ti].io;
+                    a.lse = tails[ti].lse;
+                    a.flavour = (conform_flavour)((di + ti) % 3);
+                    snprintf(name, sizeof name, "attention/%s/%s/d%lld/nk%lld", conform_recipes[ri].name,
+                             causal ? "causal" : "noncausal", (long long)a.d, (long long)a.nk);
+                    /* --quick keeps every D at Nk = 33 and every tail at D = 64 */
+                    unsigned fl = CF_REQUIRED;
+                    if (ti == 2 || a.d == 64) fl |= CF_QUICK;
+                    if ((a.d == 64 || a.d == 128) && (ti == 2 || ti == 3)) fl |= CF_VARIANT;
+                    if (add(list, name, fl, &a, 0)) return -1;
+                }
+        /* a long sequence: many tiles, the running maximum moving */
+        for (int causal = 0; causal < 2; causal++) {
+            memset(&a, 0, sizeof a);
+            a.recipe = ri, a.causal = causal, a.b = 1, a.h = 2, a.hkv = 2, a.nq = 64, a.nk = 1000, a.d = 128, a.lse = 1;
+            snprintf(name, sizeof name, "attention/%s/%s/d128/nk1000", conform_recipes[ri].name, causal ? "causal" : "noncausal");
+            if (add(list, name, CF_REQUIRED, &a, 0)) return -1;
+        }
+        /* a wide GQA group in two batches */
+        memset(&a, 0, sizeof a);
+        a.recipe = ri, a.causal = 1, a.b = 2, a.h = 8, a.hkv = 2, a.nq = 20, a.nk = 100, a.d = 64, a.lse = 1;
+        snprintf(name, sizeof name, "attention/%s/gqa/h8-hkv2/d64/nk100", conform_recipes[ri].name);
+        if (add(list, name, CF_REQUIRED | CF_QUICK, &a, 0)) return -1;
+    }
+    /* every ablation switch on its own */
+    for (int ri = 0; ri < conform_recipe_count; ri++) {
+        if (conform_recipes[ri].core) continue;
+        for (int causal = 0; causal < 2; causal++)
+            for (int di = 1; di < 3; di++) {
+                memset(&a, 0, sizeof a);
+                a.recipe = ri, a.causal = causal, a.b = 1, a.h = 4, a.hkv = 2, a.nq = 32, a.nk = 130, a.d = ds[di], a.lse = 1;
+                a.flavour = (conform_flavour)(di % 3);
+                snprintf(name, sizeof name, "attention/%s/%s/d%lld/nk130", conform_recipes[ri].name,
+                         causal ? "causal" : "noncausal", (long long)a.d);
+                if (add(list, name, (causal && di == 1) ? CF_QUICK : 0, &a, 0)) return -1;
+            }
+    }
+    /* key-tile sizes: the reference runs at the Bc the device reports */
+    static const int bcs[] = {32, 64, 128, 256, 512};
+    for (int i = 0; i < 5; i++) {
+        memset(&a, 0, sizeof a);
+        a.recipe = 0, a.causal = i == 2, a.b = 1, a.h = 2, a.hkv = 1, a.nq = 32, a.nk = 300, a.d = 64, a.bc = bcs[i], a.lse = 1;
+        snprintf(name, sizeof name, "attention/bc/bc%d", bcs[i]);
+        if (add(list, name, (i == 0 || i == 3) ? CF_QUICK : 0, &a, 0)) return -1;
+    }
+    /* half-precision inputs and outputs */
+    static const struct { const char *name; mxa_dtype in, out; } dts[] = {
+        {"f16-in", MXA_F16, MXA_F32}, {"bf16-in", MXA_BF16, MXA_F32}, {"f16-out", MXA_F32, MXA_F16}, {"bf16-out", MXA_F32, MXA_BF16}};
+    for (int i = 0; i < 4; i++)
+        for (int ri = 0; ri < 3; ri += 2) { /* mxattention and fp32 */
+            memset(&a, 0, sizeof a);
+            a.recipe = ri, a.causal = 1, a.b = 1, a.h = 2, a.hkv = 2, a.nq = 24, a.nk = 100, a.d = 128, a.lse = 1;
+            a.in_dtype = dts[i].in, a.out_dtype = dts[i].out;
+            snprintf(name, sizeof name, "attention/dtype/%s/%s", dts[i].name, conform_recipes[ri].name);
+            if (add(list, name, CF_REQUIRED | (i == 0 && ri == 0 ? CF_QUICK : 0), &a, 0)) return -1;
+        }
+    /* explicit softmax scales (0 means 1/sqrt(D)) */
+    static const int scales[] = {50, 250};
+    for (int i = 0; i < 2; i++) {
+        memset(&a, 0, sizeof a);
+        a.recipe = 0, a.causal = 0, a.b = 1, a.h = 2, a.hkv = 2, a.nq = 16, a.nk = 70, a.d = 64, a.lse = 1;
+        snprintf(name, sizeof name, "attention/scale/%g", scales[i] / 1000.0);
+        if (add(list, name, CF_REQUIRED | (i == 1 ? CF_QUICK : 0), &a, scales[i])) return -1;
+    }
+    /* every tile shape at once: batch 3, odd everything, on device buffers */
+    memset(&a, 0, sizeof a);
+    a.recipe = 0, a.causal = 1, a.b = 3, a.h = 3, a.hkv = 1, a.nq = 45, a.nk = 77, a.d = 32, a.io = CONFORM_IO_BUFFER, a.lse = 1;
+    if (add(list, "attention/mxattention/odd/b3-h3-hkv1/d32/nq45-nk77", CF_REQUIRED | CF_QUICK | CF_VARIANT, &a, 0)) return -1;
+    return 0;
+}

@@ -1,0 +1,250 @@
+/*
+ * mxa conform: the pieces every case uses: the seeded generator, guarded
+ * output buffers, environment switches, the recipe list and the tolerance
+ * table.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conform.h"
+
+/* ------------------------------------------------------------ tolerances */
+
+/*
+ * How closely a device must match the reference run with the same recipe and
+ * Bc (SPEC §3). The one table; every bound is set from measurement:
+ *
+ * - Perturbing every score by a relative 4 ulp (the reference with the
+ *   softmax scale nudged) moved outputs by NMSE <= 4e-13 (all recipes, D 32..256,
+ *   Nk 1..1000, causal or not, 120 problems); by 64 ulp <= 7e-11; by 1024 ulp
+ *   1e-9 (fp32), 1e-7 (mxattention), 3e-6 (ocp-direct).
+ * - A backend's scores differ from the reference by a few ulp (fp32 block
+ *   sums in another order, exp/exp2 of another accuracy, the Hadamard
+ *   transform in another order). In quantized recipes such a difference can
+ *   move a P~ (or rotated Q/K) element across an E2M1 rounding boundary:
+ *   that row then differs by one code step, measured up to row NMSE 5e-4,
+ *   while every other row agrees to ~1e-12. A real bug (placement, masking,
+ *   tails, scales) moves most rows, so isolated rows are allowed, a few.
+ * - LSE: |lse - ref| <= lse_abs * (1 + |ref|) for rows that are not flips;
+ *   measured 6e-6 at 4 ulp.
+ */
+const conform_tolerance conform_tolerances[] = {
+    {"fp32", 1e-10, 0.0, 0.0, 1e-5,
+     "no quantizer: only fp32 summation order, exp and rotation rounding differ (measured <= 4e-12 at 64 ulp); "
+     "no code can flip, so no row may stand out"},
+    {"qk-only", 1e-7, 1e-3, 0.05, 1e-4,
+     "Q/K quantized, P and V exact: a rotation ulp can flip a Q/K code and shift one row's scores; other rows "
+     "stay at fp32 agreement"},
+    {"quantized", 1e-5, 1e-3, 0.05, 1e-4,
+     "P and/or V quantized: a 1-ulp exp or score difference can flip a P~ code (row NMSE up to 5e-4 measured); "
+     "whole-output NMSE stays below 1e-7 at 1024 ulp, a placement/mask/tail bug is >= 1e-4"},
+};
+const int conform_tolerance_count = (int)(sizeof conform_tolerances / sizeof conform_tolerances[0]);
+
+const conform_tolerance *conform_tolerance_for(const mxa_attention_desc *desc)
+{
+    if (desc->quantize == 0) return &conform_tolerances[0];
+    if (desc->quantize == MXA_QUANT_QK) return &conform_tolerances[1];
+    return &conform_tolerances[2];
+}
+
+/* --------------------------------------------------------------- recipes */
+
+#define KEEP_Q 0xFFFFFFFFu
+
+/* The named recipes first (the full grid runs on them), then every ablation
+ * switch of SPEC §2 on its own. */
+const conform_recipe conform_recipes[] = {
+    {"mxattention", "Hadamard + UOS + PNQ (the default)", MXA_RECIPE_MXATTENTION, -1, -1, KEEP_Q, NULL, 1},
+    {"ocp-direct", "OCP rule, no rotation, direct placement (the paper's baseline)", MXA_RECIPE_OCP_DIRECT, -1, -1,
+     KEEP_Q, NULL, 1},
+    {"fp32", "no quantization (the accuracy reference)", MXA_RECIPE_FP32, -1, -1, KEEP_Q, NULL, 1},
+    {"no-rotation", "mxattention without the Hadamard rotation", MXA_RECIPE_MXATTENTION, 0, -1, KEEP_Q, NULL, 0},
+    {"direct", "mxattention with direct placement", MXA_RECIPE_MXATTENTION, -1, MXA_PLACEMENT_DIRECT, KEEP_Q, NULL, 0},
+    {"tfs", "mxattention with the TFS rule (q = 6)", MXA_RECIPE_MXATTENTION, -1, -1, KEEP_Q, "tfs", 0},
+    {"ocp-pnq", "mxattention with the OCP rule", MXA_RECIPE_MXATTENTION, -1, -1, KEEP_Q, "ocp", 0},
+    {"q6.5", "mxattention with the ceiling rule at q = 6.5", MXA_RECIPE_MXATTENTION, -1, -1, KEEP_Q, "q=6.5", 0},
+    {"q8", "mxattention with the ceiling rule at q = 8 (saturates exp(0) to 0.75)", MXA_RECIPE_MXATTENTION, -1, -1,
+     KEEP_Q, "q=8", 0},
+    {"qk-only", "only Q and K quantized (UOS, rotated)", MXA_RECIPE_MXATTENTION, -1, -1, MXA_QUANT_QK, NULL, 0},
+    {"v-only", "only V quantized", MXA_RECIPE_MXATTENTION, -1, -1, MXA_QUANT_V, NULL, 0},
+    {"p-only", "only P quantized (PNQ)", MXA_RECIPE_MXATTENTION, -1, -1, MXA_QUANT_P, NULL, 0},
+    {"p-only-direct", "only P quantized, direct placement", MXA_RECIPE_MXATTENTION, -1, MXA_PLACEMENT_DIRECT,
+     MXA_QUANT_P, NULL, 0},
+    {"rot-fp32", "rotation on, every quantizer off (= fp32 to rounding)", MXA_RECIPE_MXATTENTION, -1, -1, 0, NULL, 0},
+};
+const int conform_recipe_count = (int)(sizeof conform_recipes / sizeof conform_recipes[0]);
+
+mxa_attention_desc conform_recipe_desc(int index)
+{
+    const conform_recipe *r = &conform_recipes[index];
+    mxa_attention_desc d;
+    mxa_attention_desc_init(&d, r->base);
+    if (r->hadamard >= 0) d.hadamard = r->hadamard;
+    if (r->placement >= 0) d.placement = (mxa_placement)r->placement;
+    if (r->quantize != KEEP_Q) d.quantize = r->quantize;
+    if (r->rule) mxa_rule_parse(r->rule, &d.rule);
+    return d;
+}
+
+int conform_recipe_find(const char *name)
+{
+    for (int i = 0; i < conform_recipe_count; i++)
+        if (strcmp(conform_recipes[i].name, name) == 0) return i;
+    return -1;
+}
+
+void conform_desc_string(const mxa_attention_desc *desc, char *buf, size_t size)
+{
+    char rule[32] = "?";
+    mxa_rule_name(desc->rule, rule, sizeof rule);
+    snprintf(buf, size, "rot=%d rule=%s place=%s quant=%s%s%s%s causal=%d", desc->hadamard, rule,
+             desc->placement == MXA_PLACEMENT_PNQ ? "pnq" : "direct", desc->quantize ? "" : "none",
+             (desc->quantize & MXA_QUANT_QK) ? "qk" : "",
+             (desc->quantize & MXA_QUANT_V) ? ((desc->quantize & MXA_QUANT_QK) ? ",v" : "v") : "",
+             (desc->quantize & MXA_QUANT_P) ? ((desc->quantize & (MXA_QUANT_QK | MXA_QUANT_V)) ? ",p" : "p") : "",
+             desc->causal);
+}
+
+/* --------------------------------------------------------------- results */
+
+const char *conform_status_name(conform_status s)
+{
+    switch (s) {
+    case CONFORM_PASS: return "pass";
+    case CONFORM_FAIL: return "fail";
+    case CONFORM_UNSUPPORTED: return "unsupported";
+    case CONFORM_SKIP: return "skip";
+    }
+    return "?";
+}
+
+int conform_fail(conform_result *r, const char *fmt, ...)
+{
+    /* Keep the first failure: it is the cause, later ones are consequences. */
+    if (r->status == CONFORM_FAIL) return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->message, sizeof r->message, fmt, ap);
+    va_end(ap);
+    r->status = CONFORM_FAIL;
+    return 0;
+}
+
+/* ------------------------------------------------------------------- rng */
+
+uint64_t conform_next(conform_rng *r)
+{
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double conform_uniform(conform_rng *r)
+{
+    return (double)(conform_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+double conform_normal(conform_rng *r)
+{
+    double u1 = (double)((conform_next(r) >> 11) + 1) * (1.0 / 9007199254740992.0);
+    double u2 = conform_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+uint64_t conform_case_seed(uint64_t seed, const char *name)
+{
+    /* FNV-1a of the name, mixed with the run seed: stable across filters. */
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 0x100000001b3ull;
+    conform_rng r = {seed ^ h};
+    return conform_next(&r);
+}
+
+/* ---------------------------------------------------------- guarded memory */
+
+void conform_fill_pattern(void *p, size_t n)
+{
+    const uint32_t w = CONFORM_PATTERN;
+    unsigned char b[4];
+    memcpy(b, &w, 4);
+    unsigned char *q = p;
+    for (size_t i = 0; i < n; i++) q[i] = b[i & 3];
+}
+
+int64_t conform_pattern_mismatch(const void *p, size_t n, size_t phase)
+{
+    const uint32_t w = CONFORM_PATTERN;
+    unsigned char b[4];
+    memcpy(b, &w, 4);
+    const unsigned char *q = p;
+    for (size_t i = 0; i < n; i++)
+        if (q[i] != b[(i + phase) & 3]) return (int64_t)i;
+    return -1;
+}
+
+void *conform_guarded_alloc(conform_guarded *g, size_t bytes)
+{
+    g->bytes = bytes;
+    g->base = malloc(bytes + 2 * CONFORM_GUARD);
+    if (!g->base) return NULL;
+    conform_fill_pattern(g->base, bytes + 2 * CONFORM_GUARD);
+    return g->base + CONFORM_GUARD;
+}
+
+int conform_guarded_check(const conform_guarded *g, const char *what, char *msg, size_t size)
+{
+    if (!g->base) return 0;
+    int64_t before = conform_pattern_mismatch(g->base, CONFORM_GUARD, 0);
+    int64_t after = conform_pattern_mismatch(g->base + CONFORM_GUARD + g->bytes, CONFORM_GUARD,
+                                             (CONFORM_GUARD + g->bytes) & 3);
+    if (before < 0 && after < 0) return 0;
+    if (before >= 0)
+        snprintf(msg, size, "out-of-bounds write: %s modified %lld bytes before its start", what,
+                 (long long)(CONFORM_GUARD - before));
+    else
+        snprintf(msg, size, "out-of-bounds write: %s modified at byte %lld past its end", what, (long long)after);
+    return 1;
+}
+
+int conform_guarded_untouched(const conform_guarded *g)
+{
+    return !g->base || conform_pattern_mismatch(g->base + CONFORM_GUARD, g->bytes, CONFORM_GUARD & 3) < 0;
+}
+
+void conform_guarded_free(conform_guarded *g)
+{
+    free(g->base);
+    g->base = NULL;
+    g->bytes = 0;
+}
+
+/* ----------------------------------------------------------- environment */
+
+int conform_env_apply(const conform_env *env, int count, conform_env_saved *saved)
+{
+    memset(saved, 0, sizeof *saved);
+    for (int i = 0; i < count && i < CONFORM_MAX_ENV; i++) {
+        const char *old = getenv(env[i].name);
+        saved->had[i] = old != NULL;
+        saved->old[i] = old ? strdup(old) : NULL;
+        saved->count = i + 1;
+        if ((old && !saved->old[i]) || setenv(env[i].name, env[i].value, 1) != 0) return -1;
+    }
+    return 0;
+}
+
+void conform_env_restore(const conform_env *env, conform_env_saved *saved)
+{
+    for (int i = 0; i < saved->count; i++) {
+        if (saved->had[i] && saved->old[i]) setenv(env[i].name, saved->old[i], 1);
+        else unsetenv(env[i].name);
+        free(saved->old[i]);
+        saved->old[i] = NULL;
+    }
+    saved->count = 0;
+}
