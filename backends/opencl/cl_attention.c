@@ -176,7 +176,21 @@ out:
     return st;
 }
 
-/* The tensor-core variant: int8 codes + block exponents for Q, K and V^T. */
+/* Local bytes of one K/V stage of the tensor-core kernel (attention_mma.cl STAGE_WORDS). */
+static size_t mma_stage_bytes(int dim, int bc)
+{
+    return 4u * ((size_t)bc * (dim / 4 + 4) + (size_t)dim * (bc / 4 + 4) + (size_t)bc * (dim / 32) +
+                 (size_t)(bc / 32) * dim);
+}
+
+/* 2 (double buffering) when two stages fit the local memory, 1 when one does, else 0. */
+int mxa_cl_mma_stages(const cl_impl *d, int dim, int bc)
+{
+    const size_t one = mma_stage_bytes(dim, bc);
+    return 2 * one + 256u <= d->desc.local_mem ? 2 : one + 256u <= d->desc.local_mem ? 1 : 0;
+}
+
+/* The tensor-core variant: int8 codes + block scales for Q, K and V^T. */
 static mxa_status run_mma(run *r)
 {
     cl_impl *d = r->d;
@@ -189,13 +203,19 @@ static mxa_status run_mma(run *r)
     cl_mem q8 = NULL, k8 = NULL, v8 = NULL, qe = NULL, ke = NULL, ve = NULL;
     cl_program prep = NULL, prog = NULL;
     cl_kernel kqk = NULL, kv = NULL, k = NULL;
+    /* Switches for experiments: MXA_OPENCL_EXACT_EXP (exp() instead of ex2),
+     * MXA_OPENCL_NO_ASYNC (plain loads instead of cp.async, one stage). */
+    const int stages = mxa_cl_mma_stages(d, r->s.d, call->bc);
+    const int no_async = mxa_env_flag("MXA_OPENCL_NO_ASYNC");
     char options[256];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d%s", r->s.d, call->bc,
-             mxa_env_flag("MXA_OPENCL_FAST_EXP") ? " -DMXA_FAST_EXP" : "");
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d -DMXA_STAGES=%d%s%s", r->s.d, call->bc,
+             no_async ? 1 : stages, mxa_env_flag("MXA_OPENCL_EXACT_EXP") ? " -DMXA_EXACT_EXP" : "",
+             no_async ? " -DMXA_NO_CP_ASYNC" : "");
+    const size_t sf = sizeof(float);
     mxa_status st;
-    if ((st = mxa_cl_scratch(d, SCRATCH_QP, qrows * dim, &q8)) || (st = mxa_cl_scratch(d, SCRATCH_QS, qrows * dim / 32, &qe)) ||
-        (st = mxa_cl_scratch(d, SCRATCH_KP, krows * dim, &k8)) || (st = mxa_cl_scratch(d, SCRATCH_KS, krows * dim / 32, &ke)) ||
-        (st = mxa_cl_scratch(d, SCRATCH_VP, krows * dim, &v8)) || (st = mxa_cl_scratch(d, SCRATCH_VS, krows * dim / 32, &ve)) ||
+    if ((st = mxa_cl_scratch(d, SCRATCH_QP, qrows * dim, &q8)) || (st = mxa_cl_scratch(d, SCRATCH_QS, qrows * dim / 32 * sf, &qe)) ||
+        (st = mxa_cl_scratch(d, SCRATCH_KP, krows * dim, &k8)) || (st = mxa_cl_scratch(d, SCRATCH_KS, krows * dim / 32 * sf, &ke)) ||
+        (st = mxa_cl_scratch(d, SCRATCH_VP, krows * dim, &v8)) || (st = mxa_cl_scratch(d, SCRATCH_VS, krows * dim / 32 * sf, &ve)) ||
         (st = mxa_cl_program(d, CL_FAMILY_PREP, "-cl-std=CL1.2", &prep)) ||
         (st = mxa_cl_kernel(d, prep, "mxa_prep_qk_i8", &kqk)) || (st = mxa_cl_kernel(d, prep, "mxa_prep_v_i8", &kv)) ||
         (st = mxa_cl_program(d, CL_FAMILY_MMA, options, &prog)) || (st = mxa_cl_kernel(d, prog, "mxa_attention_mma", &k)))
@@ -279,6 +299,7 @@ static const char *mma_unsuitable(const cl_impl *d, const mxa_attention_call *ca
     if (call->desc.quantize != MXA_QUANT_ALL) return "it needs Q, K, V and P all quantized";
     if (call->desc.allow_non_finite) return "non-finite propagation needs the fp32 path";
     if (call->bc != 32 && call->bc != 64 && call->bc != 128) return "it supports bc 32, 64 and 128";
+    if (!mxa_cl_mma_stages(d, (int)call->q.d, call->bc)) return "this bc and D do not fit the local memory";
     return NULL;
 }
 

@@ -111,6 +111,7 @@ typedef struct cl_rule_args {
 } cl_rule_args;
 cl_rule_args mxa_cl_rule_args(mxa_rule rule);
 mxa_status mxa_cl_quantize(void *impl, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);
+int mxa_cl_mma_stages(const cl_impl *d, int dim, int bc);
 mxa_status mxa_cl_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info);
 
 #endif

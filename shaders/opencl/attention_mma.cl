@@ -33,10 +33,18 @@
 #define MXA_ASM asm
 #endif
 
-#ifdef MXA_FAST_EXP
-#define EXP(x) native_exp2((x) * LOG2E)
-#else
+/* exp: the hardware ex2 (about 2 ulp) unless MXA_EXACT_EXP; the difference
+ * can move a P~ value across an E2M1 boundary now and then (see the tests) */
+#ifdef MXA_EXACT_EXP
 #define EXP(x) exp(x)
+#else
+#define EXP(x) native_exp2((x) * LOG2E)
+#endif
+
+/* Stages of the K/V tile pipeline: 2 = cp.async double buffering (the next
+ * tile streams into local memory while this one is computed). */
+#ifndef MXA_STAGES
+#define MXA_STAGES 1
 #endif
 
 /* d = a (16x32 s8, row) x b (32x8 s8, col) + 1.5 x 2^23, as floats */
@@ -79,6 +87,57 @@ float pow2m1(int e)
     return e >= -125 ? mxa_pow2(e - 1) : mxa_pow2(-126) * mxa_pow2(e + 125);
 }
 
+/* 16-byte global -> local copy that bypasses registers (sm_80 cp.async). A
+ * __local pointer converted to an integer is its shared-window address. */
+#ifndef MXA_NO_CP_ASYNC
+void cp_async16(__local uint *dst, __global const uint4 *src)
+{
+    MXA_ASM volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint)(size_t)dst), "l"((ulong)(size_t)src)
+                     : "memory");
+}
+
+void cp_async_commit(void)
+{
+    MXA_ASM volatile("cp.async.commit_group;" ::: "memory");
+}
+
+/* wait until at most `pending` (0 or 1) committed groups are still in flight */
+void cp_async_wait(int pending)
+{
+    if (pending) MXA_ASM volatile("cp.async.wait_group 1;" ::: "memory");
+    else MXA_ASM volatile("cp.async.wait_group 0;" ::: "memory");
+}
+#else /* plain loads and stores (single stage only) */
+void cp_async16(__local uint *dst, __global const uint4 *src)
+{
+    vstore4(*src, 0, dst);
+}
+void cp_async_commit(void) {}
+void cp_async_wait(int pending) { (void)pending; }
+#endif
+
+#define KWORDS (MXA_BC * KPITCH)
+#define VWORDS (MXA_D * VPITCH)
+#define STAGE_WORDS (KWORDS + VWORDS + MXA_BC * DB + NKB * MXA_D)
+
+/* Starts copying tile j0 of K, V and their scales into stage `st` of `buf`. */
+void load_tile(__local uint *buf, int j0, int tid, __global const uint4 *kbase, __global const uint4 *vbase,
+               __global const uint4 *kfbase, __global const uint4 *vfbase, int nk_pad)
+{
+    __local uint *ks = buf, *vs = buf + KWORDS, *kf = vs + VWORDS, *vf = kf + MXA_BC * DB;
+    for (int idx = tid; idx < MXA_BC * MXA_D / 16; idx += WG) {
+        const int key = idx / (MXA_D / 16), c16 = idx % (MXA_D / 16);
+        cp_async16(ks + key * KPITCH + c16 * 4, kbase + (size_t)(j0 + key) * (MXA_D / 16) + c16);
+    }
+    for (int idx = tid; idx < MXA_D * MXA_BC / 16; idx += WG) {
+        const int ch = idx / (MXA_BC / 16), k16 = idx % (MXA_BC / 16);
+        cp_async16(vs + ch * VPITCH + k16 * 4, vbase + (size_t)ch * (nk_pad / 16) + j0 / 16 + k16);
+    }
+    for (int idx = tid; idx < MXA_BC * DB / 4; idx += WG) cp_async16(kf + idx * 4, kfbase + (size_t)j0 * DB / 4 + idx);
+    for (int idx = tid; idx < NKB * MXA_D / 4; idx += WG) cp_async16(vf + idx * 4, vfbase + (size_t)j0 / 32 * MXA_D / 4 + idx);
+    cp_async_commit();
+}
+
 /* Twice the E2M1 value nearest v >= 0 (ties to even, saturating at 12): the
  * grid has step 0.5 below 2, 1 below 4, 2 above. rint by the 1.5 x 2^23 trick. */
 float twice_e2m1(float v)
@@ -95,16 +154,16 @@ uint byte_of(float tw)
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void mxa_attention_mma(__global const uint *q8, __global const char *qe, __global const uint4 *k8,
-                       __global const char *ke, __global const uint4 *v8, __global const char *ve,
+void mxa_attention_mma(__global const uint *q8, __global const float *qe, __global const uint4 *k8,
+                       __global const float *ke, __global const uint4 *v8, __global const float *ve,
                        __global float *o, ulong o_off, __global float *lse, int has_lse, int h, int hkv, int nq,
                        int nk, int nq_pad, int nk_pad, float scale, int causal, int pnq, int ceil_rule, uint thr,
                        int pow2_dec)
 {
-    __local uint ks[MXA_BC * KPITCH]; /* K tile, int8 [key][d] */
-    __local uint vs[MXA_D * VPITCH];  /* V tile, int8 [d][key] (permuted blocks) */
-    __local float kf[MXA_BC * DB];    /* 2^(e-1) per key and channel block */
-    __local float vf[NKB * MXA_D];    /* 2^(e-1) per key block and channel */
+    /* per stage: K tile int8 [key][d], V tile int8 [d][key] (permuted blocks),
+     * 2^(e-1) per (key, channel block) and per (key block, channel) */
+    __local uint4 stage4[MXA_STAGES * STAGE_WORDS / 4];
+    __local uint *stages = (__local uint *)stage4;
 
     const int tid = get_local_id(0), warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int row0 = get_group_id(0) * BR, bh = get_group_id(1);
@@ -122,8 +181,8 @@ void mxa_attention_mma(__global const uint *q8, __global const char *qe, __globa
             qa[blk][1] = qrb[blk * 8 + t];
             qa[blk][2] = qra[blk * 8 + 4 + t];
             qa[blk][3] = qrb[blk * 8 + 4 + t];
-            fq[blk][0] = pow2m1(qe[((size_t)bh * nq_pad + ra) * DB + blk]);
-            fq[blk][1] = pow2m1(qe[((size_t)bh * nq_pad + rb) * DB + blk]);
+            fq[blk][0] = qe[((size_t)bh * nq_pad + ra) * DB + blk];
+            fq[blk][1] = qe[((size_t)bh * nq_pad + rb) * DB + blk];
         }
     }
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
@@ -138,23 +197,32 @@ void mxa_attention_mma(__global const uint *q8, __global const char *qe, __globa
     const int ntiles = (kend + MXA_BC - 1) / MXA_BC;
     __global const uint4 *kbase = k8 + (size_t)kvh * nk_pad * (MXA_D / 16);
     __global const uint4 *vbase = v8 + (size_t)kvh * MXA_D * (nk_pad / 16);
+    __global const uint4 *kfbase = (__global const uint4 *)(ke + (size_t)kvh * nk_pad * DB);
+    __global const uint4 *vfbase = (__global const uint4 *)(ve + (size_t)kvh * (nk_pad / 32) * MXA_D);
+    if (ntiles > 0) load_tile(stages, 0, tid, kbase, vbase, kfbase, vfbase, nk_pad);
 
     for (int tile = 0; tile < ntiles; tile++) {
         const int j0 = tile * MXA_BC;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int idx = tid; idx < MXA_BC * MXA_D / 16; idx += WG) {
-            const int key = idx / (MXA_D / 16), c16 = idx % (MXA_D / 16);
-            vstore4(kbase[(size_t)(j0 + key) * (MXA_D / 16) + c16], 0, ks + key * KPITCH + c16 * 4);
+#if MXA_STAGES == 2
+        barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the stage about to be refilled */
+        if (tile + 1 < ntiles) { /* the next tile streams in while this one is computed */
+            load_tile(stages + ((tile + 1) & 1) * STAGE_WORDS, j0 + MXA_BC, tid, kbase, vbase, kfbase, vfbase, nk_pad);
+            cp_async_wait(1);
+        } else {
+            cp_async_wait(0);
         }
-        for (int idx = tid; idx < MXA_D * MXA_BC / 16; idx += WG) {
-            const int ch = idx / (MXA_BC / 16), k16 = idx % (MXA_BC / 16);
-            vstore4(vbase[(size_t)ch * (nk_pad / 16) + j0 / 16 + k16], 0, vs + ch * VPITCH + k16 * 4);
+        __local const uint *cur = stages + (tile & 1) * STAGE_WORDS;
+#else
+        if (tile > 0) {
+            barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the previous tile */
+            load_tile(stages, j0, tid, kbase, vbase, kfbase, vfbase, nk_pad);
         }
-        for (int idx = tid; idx < MXA_BC * DB; idx += WG)
-            kf[idx] = pow2m1(ke[((size_t)kvh * nk_pad + j0) * DB + idx]);
-        for (int idx = tid; idx < NKB * MXA_D; idx += WG)
-            vf[idx] = pow2m1(ve[((size_t)kvh * (nk_pad / 32) + j0 / 32) * MXA_D + idx]);
+        cp_async_wait(0);
+        __local const uint *cur = stages;
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
+        __local const uint *ks = cur, *vs = cur + KWORDS;
+        __local const float *kf = (__local const float *)(vs + VWORDS), *vf = kf + MXA_BC * DB;
 
         /* ---- S = Q K^T: one mma per (8 keys, 32 channels), blocks added in order */
         float s[NT][4];

@@ -124,10 +124,17 @@ __kernel void mxa_prep_v(__global const float *x, ulong x_off, int n, int n_pad,
 
 /* ---- int8 preparation for the tensor-core variant (attention_mma.cl) ---- */
 
-/* Q or K rows as int8 "twice" codes [bh][n_pad][D] and one exponent per block
- * [bh][n_pad][D/32]. Same rotation and quantization as mxa_prep_qk. */
+/* 2^(e-1) for a block exponent e in [-127, 127]: the factor that turns a
+ * "twice" code into its value (split when 2^(e-1) would be subnormal). */
+float mxa_half_pow2(int e)
+{
+    return e >= -125 ? mxa_pow2(e - 1) : mxa_pow2(-126) * mxa_pow2(e + 125);
+}
+
+/* Q or K rows as int8 "twice" codes [bh][n_pad][D] and one scale 2^(e-1) per
+ * block [bh][n_pad][D/32]. Same rotation and quantization as mxa_prep_qk. */
 __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_pad, float norm, int hadamard,
-                             int ceil_rule, uint thr, int pow2_dec, __global char *out, __global char *exps)
+                             int ceil_rule, uint thr, int pow2_dec, __global char *out, __global float *exps)
 {
     __local float xs[256];
     __local uint bmax[8];
@@ -160,7 +167,7 @@ __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_
     const int tw = mxa_e2m1_twice(mxa_e2m1_code(a, e));
     const size_t r = (size_t)bh * n_pad + row;
     out[r * d + i] = (char)((as_uint(v) >> 31) ? -tw : tw);
-    if ((i & 31) == 0) exps[r * (d / 32) + (i >> 5)] = (char)e;
+    if ((i & 31) == 0) exps[r * (d / 32) + (i >> 5)] = mxa_half_pow2(e);
 }
 
 /* Byte p of a 32-key block of V holds key mxa_v_key(p): the order in which
@@ -172,10 +179,10 @@ int mxa_v_key(int p)
 }
 
 /* V as int8 codes transposed [bh][D][n_pad] (keys permuted inside each block
- * by mxa_v_key) and exponents [bh][n_pad/32][D]. One work-item per
+ * by mxa_v_key) and scales 2^(e-1) [bh][n_pad/32][D]. One work-item per
  * (channel, key block); global (D, n_pad / 32, B*Hkv). */
 __kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_pad, int d, int ceil_rule,
-                            uint thr, int pow2_dec, __global uint *out, __global char *exps)
+                            uint thr, int pow2_dec, __global uint *out, __global float *exps)
 {
     const int c = get_global_id(0), blk = get_global_id(1), bh = get_global_id(2);
     if (c >= d) return;
@@ -199,5 +206,5 @@ __kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_p
         }
         dst[w] = word;
     }
-    exps[((size_t)bh * (n_pad / 32) + blk) * d + c] = (char)e;
+    exps[((size_t)bh * (n_pad / 32) + blk) * d + c] = mxa_half_pow2(e);
 }
