@@ -186,16 +186,36 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* 1 if s is a number in JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int json_number(const char *s)
+{
+    if (*s == '-') s++;
+    if (*s == '0') s++;
+    else if (*s >= '1' && *s <= '9') while (*s >= '0' && *s <= '9') s++;
+    else return 0;
+    if (*s == '.') {
+        if (!(*++s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return *s == '\0';
+}
+
 static void json_value(FILE *f, const char *s)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (*s && *end == '\0' && end != s) {
-        if (isfinite(v)) fputs(s, f);
-        else fputs("null", f);
+    if (json_number(s[0] == '+' ? s + 1 : s)) {
+        fputs(s[0] == '+' ? s + 1 : s, f);
         return;
     }
-    json_string(f, s);
+    char *end;
+    double v = strtod(s, &end);
+    if (*s && *end == '\0' && end != s && !isfinite(v)) fputs("null", f); /* nan, inf */
+    else json_string(f, s);
 }
 
 static void fill_json(FILE *f, const an_report *r)
