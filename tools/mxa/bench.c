@@ -186,81 +186,146 @@ static inline float bench_exp(float x)
     return p * sc;
 }
 
-typedef struct softmax_job {
-    float *s;
-    int64_t rows, cols, row0, nq, nk;
-    int causal, part, parts;
-} softmax_job;
+typedef struct blas_job {
+    const shape *s;
+    const float *q, *k, *v;
+    float *o, *sbuf;
+    int part, parts, avx2;
+    double sgemm_seconds;
+} blas_job;
 
-static void *softmax_rows(void *arg)
+/* Softmax of one row of scores in place; causal rows see `visible` keys. */
+static void softmax_row(float *row, int64_t cols, int64_t visible)
 {
-    const softmax_job *j = arg;
-    for (int64_t r = j->part; r < j->rows; r += j->parts) {
-        float *row = j->s + r * j->cols;
-        const int64_t visible = j->causal ? j->row0 + r + j->nk - j->nq + 1 : j->cols;
-        const int64_t n = visible < 0 ? 0 : (visible > j->cols ? j->cols : visible);
-        /* 16 partial maxima and sums so that every loop vectorizes */
-        float pm[16], ps[16], m = -INFINITY, sum = 0.0f;
-        int64_t c16 = n / 16 * 16;
-        for (int l = 0; l < 16; l++) pm[l] = -INFINITY, ps[l] = 0.0f;
-        for (int64_t c = 0; c < c16; c += 16)
-            for (int l = 0; l < 16; l++) pm[l] = row[c + l] > pm[l] ? row[c + l] : pm[l];
-        for (int64_t c = c16; c < n; c++) m = row[c] > m ? row[c] : m;
-        for (int l = 0; l < 16; l++) m = pm[l] > m ? pm[l] : m;
-        for (int64_t c = 0; c < n; c++) row[c] = bench_exp(row[c] - m);
-        for (int64_t c = 0; c < c16; c += 16)
-            for (int l = 0; l < 16; l++) ps[l] += row[c + l];
-        for (int64_t c = c16; c < n; c++) sum += row[c];
-        for (int l = 0; l < 16; l++) sum += ps[l];
-        const float inv = n ? 1.0f / sum : 0.0f;
-        for (int64_t c = 0; c < n; c++) row[c] *= inv;
-        for (int64_t c = n; c < j->cols; c++) row[c] = 0.0f;
+    /* 16 partial maxima and sums so that every loop vectorizes */
+    const int64_t n = visible < 0 ? 0 : (visible > cols ? cols : visible), c16 = n / 16 * 16;
+    float pm[16], ps[16], m = -INFINITY, sum = 0.0f;
+    for (int l = 0; l < 16; l++) pm[l] = -INFINITY, ps[l] = 0.0f;
+    for (int64_t c = 0; c < c16; c += 16)
+        for (int l = 0; l < 16; l++) pm[l] = row[c + l] > pm[l] ? row[c + l] : pm[l];
+    for (int64_t c = c16; c < n; c++) m = row[c] > m ? row[c] : m;
+    for (int l = 0; l < 16; l++) m = pm[l] > m ? pm[l] : m;
+    for (int64_t c = 0; c < n; c++) row[c] = bench_exp(row[c] - m);
+    for (int64_t c = 0; c < c16; c += 16)
+        for (int l = 0; l < 16; l++) ps[l] += row[c + l];
+    for (int64_t c = c16; c < n; c++) sum += row[c];
+    for (int l = 0; l < 16; l++) sum += ps[l];
+    const float inv = n ? 1.0f / sum : 0.0f;
+    for (int64_t c = 0; c < n; c++) row[c] *= inv;
+    for (int64_t c = n; c < cols; c++) row[c] = 0.0f;
+}
+
+#if defined(BENCH_HAVE_VNNI_PEAK)
+/* The same softmax with AVX2 + FMA (the compiler does not vectorize the
+ * plain one): e^x as 2^n p(r), 8 lanes at a time. */
+__attribute__((target("avx2,fma"))) static void softmax_row_avx2(float *row, int64_t cols, int64_t visible)
+{
+    const int64_t n = visible < 0 ? 0 : (visible > cols ? cols : visible), n8 = n / 8 * 8;
+    __m256 vm = _mm256_set1_ps(-INFINITY);
+    for (int64_t c = 0; c < n8; c += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(row + c));
+    float lanes[8], m = -INFINITY, sum = 0.0f;
+    _mm256_storeu_ps(lanes, vm);
+    for (int l = 0; l < 8; l++) m = lanes[l] > m ? lanes[l] : m;
+    for (int64_t c = n8; c < n; c++) m = row[c] > m ? row[c] : m;
+    const __m256 mm = _mm256_set1_ps(m);
+    __m256 vs = _mm256_setzero_ps();
+    for (int64_t c = 0; c < n8; c += 8) {
+        __m256 x = _mm256_max_ps(_mm256_sub_ps(_mm256_loadu_ps(row + c), mm), _mm256_set1_ps(-87.0f));
+        const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+        r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+        __m256 p = _mm256_set1_ps(1.0f / 720.0f);
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+        const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+        p = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+        _mm256_storeu_ps(row + c, p);
+        vs = _mm256_add_ps(vs, p);
+    }
+    for (int64_t c = n8; c < n; c++) row[c] = bench_exp(row[c] - m);
+    _mm256_storeu_ps(lanes, vs);
+    for (int l = 0; l < 8; l++) sum += lanes[l];
+    for (int64_t c = n8; c < n; c++) sum += row[c];
+    const __m256 inv = _mm256_set1_ps(n ? 1.0f / sum : 0.0f);
+    for (int64_t c = 0; c < n8; c += 8) _mm256_storeu_ps(row + c, _mm256_mul_ps(_mm256_loadu_ps(row + c), inv));
+    for (int64_t c = n8; c < n; c++) row[c] *= n ? 1.0f / sum : 0.0f;
+    for (int64_t c = n; c < cols; c++) row[c] = 0.0f;
+}
+#endif
+
+#define BLAS_CHUNK 256
+
+/* One thread's share of (head, row chunk) items: S = scale Q K^T (sgemm),
+ * softmax, O = P V (sgemm). OpenBLAS runs single-threaded inside each call:
+ * its own worker threads would spin against ours between calls. */
+static void *blas_worker(void *arg)
+{
+    blas_job *j = arg;
+    const shape *s = j->s;
+    const int64_t n = s->n, d = s->d, chunks = (n + BLAS_CHUNK - 1) / BLAS_CHUNK;
+    const float scale = 1.0f / sqrtf((float)d);
+    for (int64_t item = j->part; item < s->b * s->h * chunks; item += j->parts) {
+        const int64_t bh = item / chunks, r0 = item % chunks * BLAS_CHUNK;
+        const int64_t rows = n - r0 < BLAS_CHUNK ? n - r0 : BLAS_CHUNK;
+        const float *qh = j->q + (bh * n + r0) * d, *kh = j->k + bh * n * d, *vh = j->v + bh * n * d;
+        double t0 = cli_now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)n, (int)d, scale, qh, (int)d, kh, (int)d,
+                    0.0f, j->sbuf, (int)n);
+        j->sgemm_seconds += cli_now() - t0;
+        for (int64_t r = 0; r < rows; r++) {
+            const int64_t visible = s->causal ? r0 + r + 1 : n; /* Nq = Nk: bottom-right = top-left */
+#if defined(BENCH_HAVE_VNNI_PEAK)
+            if (j->avx2) {
+                softmax_row_avx2(j->sbuf + r * n, n, visible);
+                continue;
+            }
+#endif
+            softmax_row(j->sbuf + r * n, n, visible);
+        }
+        t0 = cli_now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)d, (int)n, 1.0f, j->sbuf, (int)n, vh,
+                    (int)d, 0.0f, j->o + (bh * n + r0) * d, (int)d);
+        j->sgemm_seconds += cli_now() - t0;
     }
     return NULL;
 }
 
-/* One run: per head, rows in chunks: S = scale Q K^T (sgemm), softmax, O = P V (sgemm). */
+/* One run over `threads` threads; sgemm_seconds: the threads' mean time in sgemm. */
 static int blas_attention(const shape *s, const float *q, const float *k, const float *v, float *o, int threads,
                           double *sgemm_seconds)
 {
-    const int64_t n = s->n, d = s->d, chunk = 512;
-    float *sbuf = malloc(sizeof(float) * (size_t)(chunk * n));
+    enum { MAX_T = 256 };
+    blas_job jobs[MAX_T];
+    pthread_t tid[MAX_T];
+    int parts = threads < 1 ? 1 : (threads > MAX_T ? MAX_T : threads), started = 0, rc = CLI_OK;
+    float *sbuf = malloc(sizeof(float) * (size_t)(BLAS_CHUNK * s->n) * (size_t)parts);
     if (!sbuf) {
         cli_error("bench: out of memory for the materialised scores");
         return CLI_FAIL;
     }
-    const float scale = 1.0f / sqrtf((float)d);
+    openblas_set_num_threads(1);
+#if defined(BENCH_HAVE_VNNI_PEAK)
+    const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    const int avx2 = 0;
+#endif
+    for (int p = 0; p < parts; p++)
+        jobs[p] = (blas_job){s, q, k, v, o, sbuf + (size_t)p * BLAS_CHUNK * (size_t)s->n, p, parts, avx2, 0.0};
+    for (int p = 1; p < parts; p++) {
+        if (pthread_create(&tid[p], NULL, blas_worker, &jobs[p]) != 0) break;
+        started++;
+    }
+    for (int p = started + 1; p < parts; p++) jobs[p].part = p, blas_worker(&jobs[p]); /* no thread: run it here */
+    blas_worker(&jobs[0]);
     *sgemm_seconds = 0.0;
-    for (int64_t bh = 0; bh < s->b * s->h; bh++)
-        for (int64_t r0 = 0; r0 < n; r0 += chunk) {
-            const int64_t rows = n - r0 < chunk ? n - r0 : chunk;
-            const float *qh = q + (bh * n + r0) * d, *kh = k + bh * n * d, *vh = v + bh * n * d;
-            double t0 = cli_now();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)n, (int)d, scale, qh, (int)d, kh,
-                        (int)d, 0.0f, sbuf, (int)n);
-            *sgemm_seconds += cli_now() - t0;
-            pthread_t tid[64];
-            softmax_job jobs[64];
-            const int parts = threads < 1 ? 1 : (threads > 64 ? 64 : threads);
-            int started = 0;
-            for (int p = 0; p < parts; p++) {
-                jobs[p] = (softmax_job){sbuf, rows, n, r0, n, n, s->causal, p, parts};
-                if (p > 0 && pthread_create(&tid[p], NULL, softmax_rows, &jobs[p]) == 0) {
-                    started |= 1 << (p & 31);
-                    continue;
-                }
-                if (p > 0) softmax_rows(&jobs[p]); /* no thread: do it here */
-            }
-            softmax_rows(&jobs[0]);
-            for (int p = 1; p < parts; p++)
-                if (started & (1 << (p & 31))) pthread_join(tid[p], NULL);
-            t0 = cli_now();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)d, (int)n, 1.0f, sbuf, (int)n, vh,
-                        (int)d, 0.0f, o + (bh * n + r0) * d, (int)d);
-            *sgemm_seconds += cli_now() - t0;
-        }
+    for (int p = 1; p <= started; p++) pthread_join(tid[p], NULL);
+    for (int p = 0; p < parts; p++) *sgemm_seconds += jobs[p].sgemm_seconds / parts;
     free(sbuf);
-    return CLI_OK;
+    return rc;
 }
 
 static int time_blas(const shape *s, const float *q, const float *k, const float *v, int threads, int reps,
@@ -306,8 +371,11 @@ __attribute__((target("avx512f,avx512vnni"))) static void *vnni_loop(void *arg)
     for (long i = 0; i < iters; i++)
         for (int r = 0; r < 12; r++) acc[r] = _mm512_dpbusd_epi32(acc[r], a, b);
     __m512i s = acc[0];
-    for (int r = 1; r < 12; r++) s = _mm512_add_epi32(s, acc[r]);
-    *(long *)arg = _mm512_reduce_add_epi32(s); /* keeps the loop alive */
+    for (int r = 1; r < 12; r++) s = _mm512_xor_si512(s, acc[r]);
+    uint32_t lanes[16], x = 0;
+    _mm512_storeu_si512(lanes, s);
+    for (int l = 0; l < 16; l++) x ^= lanes[l];
+    *(long *)arg = (long)x; /* keeps the loop alive */
     return NULL;
 }
 
