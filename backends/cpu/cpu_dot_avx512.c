@@ -23,12 +23,12 @@ static inline __m512i bcast_word(const int8_t *p)
     return _mm512_set1_epi32(w);
 }
 
-/* e^x to about 1 ulp: x = n ln2 + r, a degree-7 polynomial for e^r, then
- * scalef (which rounds subnormal results once). NaN propagates. */
+/* e^x for x <= 0 to about 1 ulp: x = n ln2 + r, a degree-7 polynomial for
+ * e^r, then scalef (which rounds subnormal results once). NaN propagates. */
 static inline __m512 exp512(__m512 x)
 {
-    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x); /* below, e^x rounds to 0 */
-    x = _mm512_min_ps(_mm512_set1_ps(88.5f), x);
+    /* x <= 0 here (scores minus their maximum); below -104, e^x rounds to 0 */
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
@@ -150,7 +150,7 @@ static void cpu_avx512_softmax(const cpu_softmax_args *a)
     const int len = a->len, blocks = (len + 31) / 32;
     const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
     const __m512i lim = _mm512_min_epi32(_mm512_loadu_si512(a->lim), _mm512_set1_epi32(len - 1));
-    const int masked = _mm512_reduce_min_epi32(lim) < len - 1 || len % 32 != 0;
+    int masked = _mm512_reduce_min_epi32(lim) < len - 1 || len % 32 != 0;
     __m512 tmax = ninf;
     for (int j = 0; j < len; j++) {
         __m512 s = _mm512_loadu_ps(a->s + j * CPU_LANES);
@@ -164,26 +164,28 @@ static void cpu_avx512_softmax(const cpu_softmax_args *a)
     const __m512 mnew = _mm512_max_ps(tmax, m);
     __m512 alpha = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m, ninf, _CMP_NEQ_UQ), exp512(_mm512_sub_ps(m, mnew)));
     alpha = _mm512_mask_mov_ps(alpha, _mm512_cmp_ps_mask(mnew, ninf, _CMP_EQ_OQ), _mm512_set1_ps(1.0f));
+    /* a row with nothing visible yet: the reference skips the tile, so its P~ is 0 even where S is NaN */
+    const __mmask16 live = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_UQ);
+    if (live != 0xffff) masked = 1;
     __m512 sum_t = zero, sum_h = zero;
+    const int need_t = !a->quant_p || !a->pnq; /* P~'s row sum: direct placement, or P unquantized */
     for (int b = 0; b < blocks; b++) {
         float *p = a->s + (size_t)b * 32 * CPU_LANES;
         const int n = len - b * 32 < 32 ? len - b * 32 : 32;
-        __m512 mx = zero;
-        __mmask16 bad = 0;
+        __m512i mx = _mm512_setzero_si512(); /* P~ >= 0: integer order of the bits, NaN on top */
         for (int i = 0; i < 32; i++) {
             __m512 e = zero;
             if (i < n) {
                 const __m512 s = _mm512_loadu_ps(p + i * CPU_LANES);
                 e = exp512(_mm512_sub_ps(s, mnew));
-                if (masked) e = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(s, ninf, _CMP_NEQ_UQ), e);
+                if (masked) e = _mm512_maskz_mov_ps(_mm512_mask_cmp_ps_mask(live, s, ninf, _CMP_NEQ_UQ), e);
             }
             _mm512_storeu_ps(p + i * CPU_LANES, e);
-            sum_t = _mm512_add_ps(sum_t, e);
-            bad |= _mm512_cmp_ps_mask(e, e, _CMP_UNORD_Q);
-            mx = _mm512_max_ps(e, mx);
+            if (need_t) sum_t = _mm512_add_ps(sum_t, e);
+            mx = _mm512_max_epi32(mx, _mm512_castps_si512(e));
         }
         if (!a->quant_p) continue;
-        if (bad) { /* NaN scores (allow_non_finite): the lane-wise code handles NaN blocks */
+        if (_mm512_cmpge_epi32_mask(mx, _mm512_set1_epi32(0x7f800000))) { /* NaN scores (allow_non_finite): the lane-wise code handles NaN blocks */
             float dec[32 * CPU_LANES];
             const cpu_quant_out q = {a->pp + (size_t)b * CPU_WORDS * CPU_LANES, a->psc + b * CPU_LANES, dec,
                                      NULL, NULL, NULL};
@@ -192,7 +194,7 @@ static void cpu_avx512_softmax(const cpu_softmax_args *a)
             if (a->want_float) memcpy(p, dec, sizeof dec);
             continue;
         }
-        sum_h = quantize_p_block(a, p, b, mx, sum_h);
+        sum_h = quantize_p_block(a, p, b, _mm512_castsi512_ps(mx), sum_h);
     }
     if (!a->quant_p) sum_h = sum_t;
     const __m512 add = (a->pnq || !a->quant_p) ? sum_h : sum_t;
@@ -226,33 +228,33 @@ static void cpu_avx512_qk_int(const cpu_qk_int_args *a)
     }
 }
 
+/* Eight output columns at a time, their block sums kept in registers over
+ * the tile's blocks; then acc = alpha * acc + pv, in the reference's order. */
 static void cpu_avx512_pv_int(const cpu_pv_int_args *a)
 {
-    for (int b = 0; b < a->blocks; b++) {
-        __m512i p[CPU_WORDS];
-        for (int t = 0; t < CPU_WORDS; t++)
-            p[t] = _mm512_loadu_si512(a->pp + (size_t)(b * CPU_WORDS + t) * CPU_LANES);
-        const __m512 ps = _mm512_loadu_ps(a->psc + b * CPU_LANES);
-        for (int c = 0; c < a->d; c += 8) {
+    const __m512 alpha = _mm512_loadu_ps(a->alpha);
+    for (int c = 0; c < a->d; c += 8) {
+        __m512 pv[8];
+        for (int r = 0; r < 8; r++) pv[r] = _mm512_setzero_ps();
+        for (int b = 0; b < a->blocks; b++) {
             __m512i acc[8];
             for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_si512();
             const int8_t *v = a->vt + c * a->vt_stride + b * 32;
-            for (int t = 0; t < CPU_WORDS; t++)
-                for (int r = 0; r < 8; r++)
-                    acc[r] = _mm512_dpbusd_epi32(acc[r], p[t], bcast_word(v + r * a->vt_stride + 4 * t));
+            const uint32_t *pp = a->pp + (size_t)b * CPU_WORDS * CPU_LANES;
+            for (int t = 0; t < CPU_WORDS; t++) {
+                const __m512i p = _mm512_loadu_si512(pp + t * CPU_LANES);
+                for (int r = 0; r < 8; r++) acc[r] = _mm512_dpbusd_epi32(acc[r], p, bcast_word(v + r * a->vt_stride + 4 * t));
+            }
+            const __m512 ps = _mm512_loadu_ps(a->psc + b * CPU_LANES);
             for (int r = 0; r < 8; r++) {
-                float *pv = a->pv + (c + r) * CPU_LANES;
                 const __m512 sc = _mm512_mul_ps(ps, _mm512_set1_ps(a->vsc[(c + r) * a->vsc_stride + b]));
-                const __m512 prev = b == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(pv);
-                _mm512_storeu_ps(pv, _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), sc, prev));
+                pv[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), sc, pv[r]); /* exact product */
             }
         }
-    }
-    const __m512 alpha = _mm512_loadu_ps(a->alpha);
-    for (int c = 0; c < a->d; c++) {
-        float *o = a->acc + c * CPU_LANES;
-        const __m512 pv = a->blocks ? _mm512_loadu_ps(a->pv + c * CPU_LANES) : _mm512_setzero_ps();
-        _mm512_storeu_ps(o, _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_loadu_ps(o)), pv));
+        for (int r = 0; r < 8; r++) {
+            float *o = a->acc + (c + r) * CPU_LANES;
+            _mm512_storeu_ps(o, _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_loadu_ps(o)), pv[r]));
+        }
     }
 }
 

@@ -164,7 +164,8 @@ static void CPU_FN(softmax)(const cpu_softmax_args *a)
             for (int l = 0; l < L; l++) {
                 const int j = b * 32 + i;
                 const float s = j < len ? p[i * L + l] : -INFINITY;
-                const float e = s == -INFINITY ? 0.0f : CPU_EXP(s - mnew[l]);
+                /* mnew = -inf: nothing visible yet, the reference skips the tile (even NaN scores) */
+                const float e = (s == -INFINITY || mnew[l] == -INFINITY) ? 0.0f : CPU_EXP(s - mnew[l]);
                 p[i * L + l] = e;
                 sum_t[l] += e;
             }

@@ -172,6 +172,9 @@ static const cfg cases[] = {
     {"uos direct", MXA_RECIPE_MXATTENTION, 1, 2, 2, 64, 64, 64, 0, 32, -1, 0xff, MXA_PLACEMENT_DIRECT, 0},
     {"tfs pnq", MXA_RECIPE_MXATTENTION, 1, 2, 2, 64, 64, 64, 1, 64, -1, 0xff, -1, 6.0f},
     {"q=8 pnq", MXA_RECIPE_MXATTENTION, 1, 2, 2, 64, 64, 64, 0, 64, -1, 0xff, -1, 8.0f},
+    {"mxattention d32 bc256", MXA_RECIPE_MXATTENTION, 2, 2, 1, 33, 600, 32, 1, 256, -1, 0xff, -1, 0},
+    {"ocp-direct bc4096", MXA_RECIPE_OCP_DIRECT, 1, 1, 1, 17, 300, 64, 0, 4096, -1, 0xff, -1, 0},
+    {"fp32 d256 causal", MXA_RECIPE_FP32, 1, 2, 1, 40, 90, 256, 1, 32, -1, 0xff, -1, 0},
 };
 
 static void run_case(const cfg *c, int isa, const char *threads, double *nmse_out, float *o_out)
@@ -272,6 +275,38 @@ static void test_pnq_ones(void **state)
     }
 }
 
+/* allow_non_finite: NaN goes where the reference sends it. A NaN in one query
+ * row makes all its scores NaN, so the row never has a maximum and comes out
+ * as 0 (a row with no visible key); the other rows never see it. */
+static void test_nan_propagates(void **state)
+{
+    (void)state;
+    enum { N = 70, D = 64 };
+    static float q[N * D], k[N * D], v[N * D], o[N * D], ro[N * D];
+    tu_rng r = {9};
+    tu_fill_attention(&r, q, k, v, 1, 1, 1, N, N, D);
+    q[5 * D + 7] = NAN;
+    for (int isa = 0; isa < 3; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa)) continue;
+        for (int recipe = 0; recipe < 3; recipe++) {
+            mxa_runtime *rt;
+            mxa_device *dev = open_cpu(&rt, isa, NULL);
+            mxa_attention_desc desc;
+            mxa_attention_desc_init(&desc, (mxa_recipe)recipe);
+            desc.allow_non_finite = 1;
+            desc.bc = 64;
+            mxa_tensor tq = tu_tensor(q, 1, 1, N, D), tk = tu_tensor(k, 1, 1, N, D), tv = tu_tensor(v, 1, 1, N, D);
+            mxa_tensor to = tu_tensor(o, 1, 1, N, D), tro = tu_tensor(ro, 1, 1, N, D);
+            assert_int_equal(mxa_reference_attention(&desc, 64, &tq, &tk, &tv, &tro, NULL, NULL), MXA_OK);
+            assert_int_equal(mxa_attention(dev, &desc, &tq, &tk, &tv, &to, NULL, NULL), MXA_OK);
+            for (int i = 0; i < N * D; i++) assert_int_equal(isnan(o[i]) != 0, isnan(ro[i]) != 0);
+            assert_true(o[5 * D] == ro[5 * D] && !isnan(o[4 * D]));
+            mxa_device_close(dev);
+            mxa_runtime_destroy(rt);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_attention_matches_reference),
         cmocka_unit_test(test_threads_deterministic),
         cmocka_unit_test(test_pnq_ones),
+        cmocka_unit_test(test_nan_propagates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
