@@ -87,8 +87,13 @@ static int run_cases(conform_report *rep, conform_ctx *ctx, conform_target_run *
 {
     int n = 0;
     for (int i = 0; i < cases->n; i++) n += case_selected(&cases->v[i], o, ctx->forced);
-    run->results = calloc((size_t)(n ? n : 1), sizeof *run->results);
-    const conform_case **list = calloc((size_t)(n ? n : 1), sizeof *list);
+    if (n == 0) { /* e.g. -o named no case of the variant subset */
+        run->status = 1;
+        snprintf(run->skip_reason, sizeof run->skip_reason, "no selected case runs on %s", ctx->forced ? "forced variants" : "it");
+        return 0;
+    }
+    run->results = calloc((size_t)n, sizeof *run->results);
+    const conform_case **list = calloc((size_t)n, sizeof *list);
     if (!run->results || !list) {
         free(list);
         cli_error("conform: out of memory");

@@ -439,6 +439,45 @@ static void run_attention(conform_ctx *ctx, const conform_case *c, conform_resul
     conform_problem_free(&p);
 }
 
+/* A shape and recipe drawn from the case seed (different for every --seed). */
+static void run_random_attention(conform_ctx *ctx, const conform_case *c, conform_result *r)
+{
+    static const int64_t ds[] = {32, 64, 128, 256};
+    static const int bcs[] = {0, 0, 32, 64, 128, 256};
+    conform_rng g = {conform_case_seed(ctx->seed, c->name)};
+    conform_attn_params a;
+    memset(&a, 0, sizeof a);
+    a.recipe = (int)(conform_next(&g) % (uint64_t)conform_recipe_count);
+    a.causal = (int)(conform_next(&g) & 1);
+    a.b = 1 + (int64_t)(conform_next(&g) % 2);
+    a.hkv = 1 + (int64_t)(conform_next(&g) % 3);
+    a.h = a.hkv * (1 + (int64_t)(conform_next(&g) % 3));
+    a.d = ds[conform_next(&g) % 4];
+    a.nq = 1 + (int64_t)(conform_next(&g) % (a.d == 256 ? 80 : 150));
+    a.nk = 1 + (int64_t)(conform_next(&g) % 400);
+    a.bc = bcs[conform_next(&g) % 6];
+    a.io = (conform_io)(conform_next(&g) & 1);
+    a.flavour = (conform_flavour)(conform_next(&g) % 3);
+    a.lse = 1;
+    char shape[160];
+    snprintf(shape, sizeof shape, "%s %s B%lld H%lld Hkv%lld Nq%lld Nk%lld D%lld Bc%d %s", conform_recipes[a.recipe].name,
+             a.causal ? "causal" : "noncausal", (long long)a.b, (long long)a.h, (long long)a.hkv, (long long)a.nq,
+             (long long)a.nk, (long long)a.d, a.bc, a.io ? "buffers" : "host");
+    conform_problem p;
+    if (conform_problem_make(&p, &a, conform_next(&g))) {
+        conform_fail(r, "out of memory");
+        return;
+    }
+    mxa_attention_desc desc = conform_recipe_desc(a.recipe);
+    desc.causal = a.causal;
+    desc.bc = a.bc;
+    conform_attention_check(ctx, &desc, &p, &a, conform_recipes[a.recipe].core && !a.bc ? CF_REQUIRED : 0, r);
+    conform_problem_free(&p);
+    /* name the draw: the case name alone does not say what ran */
+    const size_t len = strlen(r->message);
+    snprintf(r->message + len, sizeof r->message - len, "%s[%s]", len ? " " : "", shape);
+}
+
 static const char *const flavour_what[] = {
     "attention-like data (outlier channels)", "sharp scores (x3): near one-hot softmax",
     "flat scores (x0.1): near-uniform weights", "v = 1",
@@ -550,6 +589,30 @@ int conform_add_attn_cases(conform_case_list *list)
         a.recipe = 0, a.causal = 0, a.b = 1, a.h = 2, a.hkv = 2, a.nq = 16, a.nk = 70, a.d = 64, a.lse = 1;
         snprintf(name, sizeof name, "attention/scale/%g", scales[i] / 1000.0);
         if (add(list, name, CF_REQUIRED | (i == 1 ? CF_QUICK : 0), &a, scales[i])) return -1;
+    }
+    /* tile edges: Nq and Nk one below, at and one above the row/key tiles of
+     * the backends (16-row lanes, Bc 32/64/128/256) */
+    static const int64_t edges[][2] = {{1, 1},   {1, 64},   {1, 129},  {15, 63},  {16, 64},   {17, 65},
+                                       {33, 127}, {64, 128}, {65, 129}, {100, 257}, {129, 33}, {7, 256}};
+    for (int e = 0; e < (int)(sizeof edges / sizeof edges[0]); e++)
+        for (int v = 0; v < 3; v++) { /* mxattention non-causal / causal at D 64, fp32 causal at D 128 */
+            memset(&a, 0, sizeof a);
+            a.recipe = v < 2 ? 0 : 2, a.causal = v > 0, a.b = 1, a.h = 2, a.hkv = 1, a.nq = edges[e][0], a.nk = edges[e][1];
+            a.d = v < 2 ? 64 : 128, a.lse = 1, a.io = e % 2 ? CONFORM_IO_BUFFER : CONFORM_IO_HOST;
+            snprintf(name, sizeof name, "attention/edges/%s/%s/nq%lld-nk%lld", conform_recipes[a.recipe].name,
+                     a.causal ? "causal" : "noncausal", (long long)a.nq, (long long)a.nk);
+            if (add(list, name, CF_REQUIRED | (e % 3 == 0 ? CF_QUICK : 0) | (v == 1 ? CF_VARIANT : 0), &a, 0)) return -1;
+        }
+    /* random shapes and recipes: drawn from the seed, so --seed N explores new ones */
+    for (int i = 0; i < 24; i++) {
+        conform_case c;
+        memset(&c, 0, sizeof c);
+        snprintf(c.name, sizeof c.name, "attention/random/%02d", i);
+        c.group = "attention";
+        c.what = "a random shape, recipe, causal flag, Bc and I/O drawn from the seed";
+        c.flags = i < 4 ? CF_QUICK : 0;
+        c.run = run_random_attention;
+        if (!conform_case_add(list, &c)) return -1;
     }
     /* every tile shape at once: batch 3, odd everything, on device buffers */
     memset(&a, 0, sizeof a);

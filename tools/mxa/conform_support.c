@@ -242,6 +242,9 @@ int conform_support(mxa_runtime *rt, const char *const *ids, int nids, uint64_t 
         printf("\n");
         const char *group = "";
         for (int i = 0; i < nf; i++) {
+            int relevant = 0; /* a switch of a backend none of these devices has: leave the row out */
+            for (int d = 0; d < nids; d++) relevant |= strcmp(cells[i * nids + d].status, "-") != 0;
+            if (!relevant) continue;
             if (strcmp(group, features[i].group) != 0) printf("%s:\n", group = features[i].group);
             printf("  %-28s", features[i].name);
             for (int d = 0; d < nids; d++) printf(" %-18.18s", cells[i * nids + d].status);

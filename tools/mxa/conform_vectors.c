@@ -380,7 +380,7 @@ int conform_add_vector_cases(conform_case_list *list, const char *dir)
         snprintf(c.name, sizeof c.name, "vectors/%s", names[i]);
         c.group = "vectors";
         c.what = qnt ? "external quantize vector: device codes vs the given codes" : "external attention vector: device vs the given output";
-        c.flags = CF_QUICK;
+        c.flags = CF_QUICK | CF_VARIANT; /* every kernel variant must meet the vectors */
         c.run = qnt ? run_vector_quantize : run_vector_attention;
         const size_t plen = strlen(dir) + len + 2;
         c.path = malloc(plen);
@@ -443,8 +443,10 @@ static int write_attention(const char *dir, const char *stem, const conform_case
         goto out;
     }
     const int64_t sq[4] = {p.b, p.h, p.nq, p.d}, skv[4] = {p.b, p.hkv, p.nk, p.d}, sl[3] = {p.b, p.h, p.nq};
+    /* two batches: cli_outputs holds four files at a time */
     if (write_npy(&outs, dir, stem, "q.npy", NPY_F32, 4, sq, p.q) || write_npy(&outs, dir, stem, "k.npy", NPY_F32, 4, skv, p.k) ||
-        write_npy(&outs, dir, stem, "v.npy", NPY_F32, 4, skv, p.v) || write_npy(&outs, dir, stem, "out.npy", NPY_F32, 4, sq, ref.o) ||
+        write_npy(&outs, dir, stem, "v.npy", NPY_F32, 4, skv, p.v) || cli_outputs_commit(&outs) ||
+        write_npy(&outs, dir, stem, "out.npy", NPY_F32, 4, sq, ref.o) ||
         write_npy(&outs, dir, stem, "lse.npy", NPY_F32, 3, sl, ref.lse) || cli_outputs_commit(&outs))
         goto out;
     char rule[32] = "uos", json[512];
