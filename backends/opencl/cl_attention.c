@@ -179,8 +179,8 @@ out:
 /* Local bytes of one K/V stage of the tensor-core kernel (attention_mma.cl STAGE_WORDS). */
 static size_t mma_stage_bytes(int dim, int bc)
 {
-    return 4u * ((size_t)bc * (dim / 4 + 4) + (size_t)dim * (bc / 4 + 4) + (size_t)bc * (dim / 32) +
-                 (size_t)(bc / 32) * dim);
+    const size_t kpitch = dim / 4 == 8 ? 8 : dim / 4 + 8, vpitch = bc / 4 == 8 ? 8 : bc / 4 + 8;
+    return 4u * ((size_t)bc * kpitch + (size_t)dim * vpitch + (size_t)bc * (dim / 32) + (size_t)(bc / 32) * dim);
 }
 
 /* 2 (double buffering) when two stages fit the local memory, 1 when one does, else 0. */
@@ -208,9 +208,10 @@ static mxa_status run_mma(run *r)
     const int stages = mxa_cl_mma_stages(d, r->s.d, call->bc);
     const int no_async = mxa_env_flag("MXA_OPENCL_NO_ASYNC");
     char options[256];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d -DMXA_STAGES=%d%s%s", r->s.d, call->bc,
-             no_async ? 1 : stages, mxa_env_flag("MXA_OPENCL_EXACT_EXP") ? " -DMXA_EXACT_EXP" : "",
-             no_async ? " -DMXA_NO_CP_ASYNC" : "");
+    const int exact_exp = mxa_env_flag("MXA_OPENCL_EXACT_EXP");
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d -DMXA_STAGES=%d -DMXA_PNQ=%d%s%s", r->s.d,
+             call->bc, no_async ? 1 : stages, desc->placement == MXA_PLACEMENT_PNQ,
+             exact_exp ? " -DMXA_EXACT_EXP" : "", no_async ? " -DMXA_NO_CP_ASYNC" : "");
     const size_t sf = sizeof(float);
     mxa_status st;
     if ((st = mxa_cl_scratch(d, SCRATCH_QP, qrows * dim, &q8)) || (st = mxa_cl_scratch(d, SCRATCH_QS, qrows * dim / 32 * sf, &qe)) ||
@@ -226,6 +227,7 @@ static mxa_status run_mma(run *r)
         const cl_mem src = which ? r->k : r->q, dst = which ? k8 : q8, dste = which ? ke : qe;
         const cl_ulong off = which ? r->k_off : r->q_off;
         const cl_int n = which ? r->s.nk : r->s.nq, n_pad = which ? r->s.nk_pad : r->s.nq_pad;
+        const cl_int scales_t = which; /* K scales [block][key]: one 16-byte copy per 4 keys */
         cl_args a = {d->cl, kqk, 0, CL_SUCCESS};
         mxa_cl_arg(&a, sizeof src, &src);
         mxa_cl_arg(&a, sizeof off, &off);
@@ -236,6 +238,7 @@ static mxa_status run_mma(run *r)
         mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
         mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
         mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+        mxa_cl_arg(&a, sizeof scales_t, &scales_t);
         mxa_cl_arg(&a, sizeof dst, &dst);
         mxa_cl_arg(&a, sizeof dste, &dste);
         const size_t heads = (size_t)r->s.b * (which ? r->s.hkv : r->s.h);
@@ -258,8 +261,9 @@ static mxa_status run_mma(run *r)
         const size_t global[3] = {dim, (size_t)r->s.nk_pad / 32, (size_t)r->s.b * r->s.hkv};
         if ((st = mxa_cl_launch(d, &a, 3, global, NULL, r->events, &r->nevents, "mxa_prep_v_i8"))) goto out;
     }
-    const cl_int has_lse = call->lse != NULL, causal = desc->causal != 0, pnq = desc->placement == MXA_PLACEMENT_PNQ;
-    const cl_float scale = desc->scale;
+    const cl_int has_lse = call->lse != NULL, causal = desc->causal != 0;
+    /* scores in log2 units for ex2, unless the exact exp() is asked for */
+    const cl_float scale = exact_exp ? desc->scale : desc->scale * 1.4426950408889634f;
     cl_args a = {d->cl, k, 0, CL_SUCCESS};
     mxa_cl_arg(&a, sizeof q8, &q8);
     mxa_cl_arg(&a, sizeof qe, &qe);
@@ -279,7 +283,6 @@ static mxa_status run_mma(run *r)
     mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
     mxa_cl_arg(&a, sizeof scale, &scale);
     mxa_cl_arg(&a, sizeof causal, &causal);
-    mxa_cl_arg(&a, sizeof pnq, &pnq);
     mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
     mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
     mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);

@@ -103,11 +103,11 @@ static void choose_variant(cl_device_desc *dd, mxa_device_info *info)
             if (dd->supported[v]) chosen = v;
         if (chosen == CL_VARIANT_MMA_PTX)
             snprintf(info->variant_reason, sizeof info->variant_reason,
-                     "NVIDIA compute capability %d.%d: int8 tensor cores (mma.sync m16n8k32) through inline PTX%s",
+                     "NVIDIA compute capability %d.%d: int8 tensor cores (mma.sync m16n8k32) through inline PTX%.60s",
                      dd->cc_major, dd->cc_minor, note);
         else if (chosen == CL_VARIANT_TILED)
             snprintf(info->variant_reason, sizeof info->variant_reason,
-                     "portable local-memory tiles, exact FP4 products in fp32 (mma: %s)%s", why_mma, note);
+                     "portable local-memory tiles, exact FP4 products in fp32 (mma: %.100s)%.60s", why_mma, note);
     }
     if (chosen < 0) {
         dd->variant = CL_VARIANT_TILED;
@@ -170,7 +170,7 @@ static int describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_
         dd->cc_minor = (int)minor;
     }
 
-    snprintf(info->driver, sizeof info->driver, "%s %s (%s)", plat_name, dd->driver_version,
+    snprintf(info->driver, sizeof info->driver, "%.40s %.30s (%.50s)", plat_name, dd->driver_version,
              dev_version ? version : "OpenCL ?");
     info->memory_bytes = mem;
     info->compute_units = cu;
@@ -209,7 +209,8 @@ static int describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_
         append(caps, sizeof caps, "tensor-cores (inline PTX)");
     }
     snprintf(info->capabilities, sizeof info->capabilities, "%s", caps);
-    info->default_bc = CL_DEFAULT_BC;
+    /* the tensor-core kernel runs fastest with 128-key tiles (H200: 45 ms vs 50 ms at 64) */
+    info->default_bc = dd->variant == CL_VARIANT_MMA_PTX ? 128 : CL_DEFAULT_BC;
     /* "auto" order: a GPU beats the native CPU backend (score 0); an OpenCL CPU
      * device (PoCL on CI machines) must not, so it scores below 0. */
     if (strcmp(info->variant, "none") == 0) info->score = -100;

@@ -10,7 +10,10 @@
  * t = lane % 4) holds rows g and g + 8 of its warp and, per 8-key n-tile, keys
  * 2t and 2t + 1 (the C fragment). P is quantized in registers; its A fragment
  * takes keys {2t, 2t+1, 8+2t, 9+2t} (+16) of each 32-key block, so V is stored
- * with the keys of each block in that order (prep.cl, mxa_v_key).
+ * with the keys of each block in that order (prep.cl, mxa_v_key). Inside each
+ * 32-byte block the 4-byte words are stored in the order 0 4 1 5 2 6 3 7
+ * (prep.cl, mxa_word_pos): the two words a lane feeds one mma are adjacent,
+ * one 64-bit local load.
  *
  * The accumulator starts at 1.5 x 2^23 (bits 0x4B400000): read as fp32 the
  * result is then 1.5 x 2^23 + dot exactly, which saves an int-to-float
@@ -22,23 +25,35 @@
 #define NKB (MXA_BC / 32)
 #define DB (MXA_D / 32)
 #define CT (MXA_D / 8)
-#define KPITCH (MXA_D / 4 + 4)  /* words per key row: +4 keeps B-fragment loads conflict-free */
-#define VPITCH (MXA_BC / 4 + 4) /* words per channel row */
+/* Row pitches in words, = 8 or 24 (mod 32): the 64-bit fragment loads of a
+ * half-warp (4 rows x 4 lanes) then hit 32 distinct banks. */
+#define PITCH(w) ((w) == 8 ? 8 : (w) + 8)
+#define KPITCH PITCH(MXA_D / 4)
+#define VPITCH PITCH(MXA_BC / 4)
 #define BIAS 12582912.0f
 #define BIAS_BITS 0x4B400000
 #define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
 
 /* NVIDIA's OpenCL compiler takes GNU `asm`; clang (used for offline checks) wants __asm__ */
 #ifndef MXA_ASM
 #define MXA_ASM asm
 #endif
 
-/* exp: the hardware ex2 (about 2 ulp) unless MXA_EXACT_EXP; the difference
- * can move a P~ value across an E2M1 boundary now and then (see the tests) */
+/* Scores in log2 units with the hardware ex2 (about 2 ulp) unless
+ * MXA_EXACT_EXP (the reference's exp of fp32 scores); the difference can move
+ * a P~ value across an E2M1 boundary now and then (see the tests). */
 #ifdef MXA_EXACT_EXP
-#define EXP(x) exp(x)
+#define EXPS(x) exp(x)
+#define M_TO_NATURAL(m) (m)
 #else
-#define EXP(x) native_exp2((x) * LOG2E)
+#define EXPS(x) native_exp2(x)
+#define M_TO_NATURAL(m) ((m) * LN2)
+#endif
+
+/* PNQ (l sums P^) or direct placement (l sums P~), fixed at build time */
+#ifndef MXA_PNQ
+#define MXA_PNQ 1
 #endif
 
 /* Stages of the K/V tile pipeline: 2 = cp.async double buffering (the next
@@ -48,13 +63,13 @@
 #endif
 
 /* d = a (16x32 s8, row) x b (32x8 s8, col) + 1.5 x 2^23, as floats */
-void mma16832(float d[4], const uint a[4], uint b0, uint b1)
+void mma16832(float d[4], const uint a[4], uint2 b)
 {
     int r0, r1, r2, r3;
     MXA_ASM volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%10,%10,%10,%10};"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(BIAS_BITS));
+                     "{%10,%10,%10,%10};"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(BIAS_BITS));
     d[0] = as_float(r0);
     d[1] = as_float(r1);
     d[2] = as_float(r2);
@@ -87,9 +102,9 @@ float pow2m1(int e)
     return e >= -125 ? mxa_pow2(e - 1) : mxa_pow2(-126) * mxa_pow2(e + 125);
 }
 
+#ifndef MXA_NO_CP_ASYNC
 /* 16-byte global -> local copy that bypasses registers (sm_80 cp.async). A
  * __local pointer converted to an integer is its shared-window address. */
-#ifndef MXA_NO_CP_ASYNC
 void cp_async16(__local uint *dst, __global const uint4 *src)
 {
     MXA_ASM volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint)(size_t)dst), "l"((ulong)(size_t)src)
@@ -120,9 +135,10 @@ void cp_async_wait(int pending) { (void)pending; }
 #define VWORDS (MXA_D * VPITCH)
 #define STAGE_WORDS (KWORDS + VWORDS + MXA_BC * DB + NKB * MXA_D)
 
-/* Starts copying tile j0 of K, V and their scales into stage `st` of `buf`. */
+/* Starts copying tile j0 of K, V and their scales into one stage at `buf`:
+ * K [key][d], V [d][key], K scales [channel block][key], V scales [key block][d]. */
 void load_tile(__local uint *buf, int j0, int tid, __global const uint4 *kbase, __global const uint4 *vbase,
-               __global const uint4 *kfbase, __global const uint4 *vfbase, int nk_pad)
+               __global const float *kfbase, __global const uint4 *vfbase, int nk_pad)
 {
     __local uint *ks = buf, *vs = buf + KWORDS, *kf = vs + VWORDS, *vf = kf + MXA_BC * DB;
     for (int idx = tid; idx < MXA_BC * MXA_D / 16; idx += WG) {
@@ -133,35 +149,23 @@ void load_tile(__local uint *buf, int j0, int tid, __global const uint4 *kbase, 
         const int ch = idx / (MXA_BC / 16), k16 = idx % (MXA_BC / 16);
         cp_async16(vs + ch * VPITCH + k16 * 4, vbase + (size_t)ch * (nk_pad / 16) + j0 / 16 + k16);
     }
-    for (int idx = tid; idx < MXA_BC * DB / 4; idx += WG) cp_async16(kf + idx * 4, kfbase + (size_t)j0 * DB / 4 + idx);
+    for (int idx = tid; idx < MXA_BC * DB / 4; idx += WG) {
+        const int blk = idx / (MXA_BC / 4), k4 = idx % (MXA_BC / 4);
+        cp_async16(kf + idx * 4, (__global const uint4 *)(kfbase + (size_t)blk * nk_pad + j0) + k4);
+    }
     for (int idx = tid; idx < NKB * MXA_D / 4; idx += WG) cp_async16(vf + idx * 4, vfbase + (size_t)j0 / 32 * MXA_D / 4 + idx);
     cp_async_commit();
-}
-
-/* Twice the E2M1 value nearest v >= 0 (ties to even, saturating at 12): the
- * grid has step 0.5 below 2, 1 below 4, 2 above. rint by the 1.5 x 2^23 trick. */
-float twice_e2m1(float v)
-{
-    const float k = v < 2.0f ? 2.0f : (v < 4.0f ? 1.0f : 0.5f);
-    const float r = (v * k + BIAS) - BIAS;
-    return fmin(r * (2.0f / k), 12.0f);
-}
-
-/* the low byte of an integer-valued float in [0, 255] */
-uint byte_of(float tw)
-{
-    return as_uint(tw + BIAS) & 0xffu;
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void mxa_attention_mma(__global const uint *q8, __global const float *qe, __global const uint4 *k8,
                        __global const float *ke, __global const uint4 *v8, __global const float *ve,
                        __global float *o, ulong o_off, __global float *lse, int has_lse, int h, int hkv, int nq,
-                       int nk, int nq_pad, int nk_pad, float scale, int causal, int pnq, int ceil_rule, uint thr,
+                       int nk, int nq_pad, int nk_pad, float score_scale, int causal, int ceil_rule, uint thr,
                        int pow2_dec)
 {
     /* per stage: K tile int8 [key][d], V tile int8 [d][key] (permuted blocks),
-     * 2^(e-1) per (key, channel block) and per (key block, channel) */
+     * 2^(e-1) per (channel block, key) and per (key block, channel) */
     __local uint4 stage4[MXA_STAGES * STAGE_WORDS / 4];
     __local uint *stages = (__local uint *)stage4;
 
@@ -173,23 +177,24 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
     uint qa[DB][4];
     float fq[DB][2];
     {
-        __global const uint *qra = q8 + ((size_t)bh * nq_pad + ra) * (MXA_D / 4);
-        __global const uint *qrb = q8 + ((size_t)bh * nq_pad + rb) * (MXA_D / 4);
-        #pragma unroll
+        __global const uint2 *qra = (__global const uint2 *)(q8 + ((size_t)bh * nq_pad + ra) * (MXA_D / 4));
+        __global const uint2 *qrb = (__global const uint2 *)(q8 + ((size_t)bh * nq_pad + rb) * (MXA_D / 4));
+#pragma unroll
         for (int blk = 0; blk < DB; blk++) {
-            qa[blk][0] = qra[blk * 8 + t];
-            qa[blk][1] = qrb[blk * 8 + t];
-            qa[blk][2] = qra[blk * 8 + 4 + t];
-            qa[blk][3] = qrb[blk * 8 + 4 + t];
+            const uint2 wa = qra[blk * 4 + t], wb = qrb[blk * 4 + t];
+            qa[blk][0] = wa.x;
+            qa[blk][1] = wb.x;
+            qa[blk][2] = wa.y;
+            qa[blk][3] = wb.y;
             fq[blk][0] = qe[((size_t)bh * nq_pad + ra) * DB + blk];
             fq[blk][1] = qe[((size_t)bh * nq_pad + rb) * DB + blk];
         }
     }
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     float acc[CT][4];
-    #pragma unroll
+#pragma unroll
     for (int ct = 0; ct < CT; ct++)
-        #pragma unroll
+#pragma unroll
         for (int i = 0; i < 4; i++) acc[ct][i] = 0.0f;
 
     const int last_row = min(row0 + BR, nq) - 1;
@@ -197,7 +202,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
     const int ntiles = (kend + MXA_BC - 1) / MXA_BC;
     __global const uint4 *kbase = k8 + (size_t)kvh * nk_pad * (MXA_D / 16);
     __global const uint4 *vbase = v8 + (size_t)kvh * MXA_D * (nk_pad / 16);
-    __global const uint4 *kfbase = (__global const uint4 *)(ke + (size_t)kvh * nk_pad * DB);
+    __global const float *kfbase = ke + (size_t)kvh * DB * nk_pad;
     __global const uint4 *vfbase = (__global const uint4 *)(ve + (size_t)kvh * (nk_pad / 32) * MXA_D);
     if (ntiles > 0) load_tile(stages, 0, tid, kbase, vbase, kfbase, vfbase, nk_pad);
 
@@ -205,7 +210,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         const int j0 = tile * MXA_BC;
 #if MXA_STAGES == 2
         barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the stage about to be refilled */
-        if (tile + 1 < ntiles) { /* the next tile streams in while this one is computed */
+        if (tile + 1 < ntiles) {      /* the next tile streams in while this one is computed */
             load_tile(stages + ((tile + 1) & 1) * STAGE_WORDS, j0 + MXA_BC, tid, kbase, vbase, kfbase, vfbase, nk_pad);
             cp_async_wait(1);
         } else {
@@ -226,120 +231,148 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
 
         /* ---- S = Q K^T: one mma per (8 keys, 32 channels), blocks added in order */
         float s[NT][4];
-        #pragma unroll
+#pragma unroll
         for (int nt = 0; nt < NT; nt++) {
             s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-            #pragma unroll
+#pragma unroll
             for (int blk = 0; blk < DB; blk++) {
-                const int kw = (nt * 8 + g) * KPITCH + blk * 8 + t;
                 float c[4];
-                mma16832(c, qa[blk], ks[kw], ks[kw + 4]);
-                const float fk0 = kf[(nt * 8 + 2 * t) * DB + blk], fk1 = kf[(nt * 8 + 2 * t + 1) * DB + blk];
-                s[nt][0] = fma((c[0] - BIAS) * fq[blk][0], fk0, s[nt][0]);
-                s[nt][1] = fma((c[1] - BIAS) * fq[blk][0], fk1, s[nt][1]);
-                s[nt][2] = fma((c[2] - BIAS) * fq[blk][1], fk0, s[nt][2]);
-                s[nt][3] = fma((c[3] - BIAS) * fq[blk][1], fk1, s[nt][3]);
+                mma16832(c, qa[blk], vload2(0, ks + (nt * 8 + g) * KPITCH + blk * 8 + 2 * t));
+                const float2 fk = vload2(0, kf + blk * MXA_BC + nt * 8 + 2 * t);
+                s[nt][0] = fma((c[0] - BIAS) * fq[blk][0], fk.x, s[nt][0]);
+                s[nt][1] = fma((c[1] - BIAS) * fq[blk][0], fk.y, s[nt][1]);
+                s[nt][2] = fma((c[2] - BIAS) * fq[blk][1], fk.x, s[nt][2]);
+                s[nt][3] = fma((c[3] - BIAS) * fq[blk][1], fk.y, s[nt][3]);
             }
         }
-        /* ---- scale, mask, row maxima */
+        /* ---- scale (log2 units unless MXA_EXACT_EXP), mask, row maxima */
         float mx[2] = {-INFINITY, -INFINITY};
-        #pragma unroll
+#pragma unroll
         for (int nt = 0; nt < NT; nt++)
-            #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int key = j0 + nt * 8 + 2 * t + (i & 1), row = i < 2 ? ra : rb;
-                float x = s[nt][i] * scale;
-                if (key >= nk || (causal && key > row + nk - nq)) x = -INFINITY;
-                s[nt][i] = x;
-                mx[i >> 1] = fmax(mx[i >> 1], x);
-            }
-        float mnew[2], alpha[2];
-        #pragma unroll
+#pragma unroll
+            for (int i = 0; i < 4; i++) s[nt][i] *= score_scale;
+        /* masks only where a tile crosses the end of the keys or the causal diagonal */
+        if (j0 + MXA_BC > nk || (causal && j0 + MXA_BC - 1 > row0 + nk - nq)) {
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int key = j0 + nt * 8 + 2 * t + (i & 1), row = i < 2 ? ra : rb;
+                    if (key >= nk || (causal && key > row + nk - nq)) s[nt][i] = -INFINITY;
+                }
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) mx[i >> 1] = fmax(mx[i >> 1], s[nt][i]);
+        float mnew[2], msub[2], alpha[2];
+#pragma unroll
         for (int r = 0; r < 2; r++) {
             mnew[r] = fmax(m[r], quad_max(mx[r]));
-            alpha[r] = mnew[r] == -INFINITY ? 1.0f : EXP(m[r] - mnew[r]);
+            msub[r] = mnew[r] == -INFINITY ? 0.0f : mnew[r]; /* all masked so far: exp(-inf - 0) = 0 */
+            alpha[r] = mnew[r] == -INFINITY ? 1.0f : EXPS(m[r] - mnew[r]);
         }
         /* ---- P~ = exp(S - m'), P^ = MXFP4(P~) per 32-key block, as the A fragments of P V */
         uint pa[NKB][4];
-        float fp[NKB][2], sum_t[2] = {0.0f, 0.0f}, sum_h[2] = {0.0f, 0.0f};
-        #pragma unroll
+        float fp[NKB][2], sum_h[2] = {0.0f, 0.0f};
+#if !MXA_PNQ
+        float sum_t[2] = {0.0f, 0.0f};
+#endif
+#pragma unroll
         for (int kb = 0; kb < NKB; kb++) {
             float bm[2] = {0.0f, 0.0f};
-            #pragma unroll
+#pragma unroll
             for (int n4 = 0; n4 < 4; n4++)
-                #pragma unroll
+#pragma unroll
                 for (int i = 0; i < 4; i++) {
-                    const float x = s[kb * 4 + n4][i];
-                    const float p = x == -INFINITY ? 0.0f : EXP(x - mnew[i >> 1]);
+                    const float p = EXPS(s[kb * 4 + n4][i] - msub[i >> 1]);
                     s[kb * 4 + n4][i] = p;
                     bm[i >> 1] = fmax(bm[i >> 1], p);
+#if !MXA_PNQ
                     sum_t[i >> 1] += p;
+#endif
                 }
-            float inv[2], tws[2] = {0.0f, 0.0f};
-            #pragma unroll
+            /* E2M1 of v = p 2^-e without forming v: the grid step is 0.5, 1 or 2
+             * below 2, 4, 8 (in p: t2 = 2^(e+1), t4 = 2^(e+2)); n = rint(v k) by the
+             * 1.5 x 2^23 trick (one rounding of the exact value: ties to even), and
+             * twice the value is n << (0, 1, 2), saturating at 12. */
+            float t2[2], t4[2], k0[2], k1[2], k2[2];
+#pragma unroll
             for (int r = 0; r < 2; r++) {
                 const int e = mxa_exponent(as_uint(quad_max(bm[r])), ceil_rule, thr, pow2_dec);
-                inv[r] = mxa_pow2(-e); /* P~ <= 1: e <= 0, 2^-e is normal */
+                t2[r] = mxa_pow2(e + 1);
+                t4[r] = mxa_pow2(min(e + 2, 127));
+                k0[r] = mxa_pow2(min(1 - e, 127));
+                k1[r] = mxa_pow2(min(-e, 127));
+                k2[r] = mxa_pow2(min(-e - 1, 127));
                 fp[kb][r] = pow2m1(e);
             }
-            uint bytes[4][4]; /* [n4][i] */
-            #pragma unroll
+            uint tws[2] = {0u, 0u}, tw[4][4]; /* [n4][i] */
+#pragma unroll
             for (int n4 = 0; n4 < 4; n4++)
-                #pragma unroll
+#pragma unroll
                 for (int i = 0; i < 4; i++) {
-                    const float tw = twice_e2m1(s[kb * 4 + n4][i] * inv[i >> 1]);
-                    tws[i >> 1] += tw;
-                    bytes[n4][i] = byte_of(tw);
+                    const int r = i >> 1;
+                    const float p = s[kb * 4 + n4][i];
+                    const int lo = p < t2[r], mid = p < t4[r];
+                    const float k = lo ? k0[r] : (mid ? k1[r] : k2[r]);
+                    const uint sh = lo ? 0u : (mid ? 1u : 2u);
+                    const uint n = as_uint(fma(p, k, BIAS)) & 0xffu;
+                    tw[n4][i] = min(n << sh, 12u);
+                    tws[r] += tw[n4][i];
                 }
             /* reg 0/2: row g, reg 1/3: row g + 8; n-tiles 0,1 then 2,3 of the block */
-            pa[kb][0] = bytes[0][0] | bytes[0][1] << 8 | bytes[1][0] << 16 | bytes[1][1] << 24;
-            pa[kb][1] = bytes[0][2] | bytes[0][3] << 8 | bytes[1][2] << 16 | bytes[1][3] << 24;
-            pa[kb][2] = bytes[2][0] | bytes[2][1] << 8 | bytes[3][0] << 16 | bytes[3][1] << 24;
-            pa[kb][3] = bytes[2][2] | bytes[2][3] << 8 | bytes[3][2] << 16 | bytes[3][3] << 24;
-            #pragma unroll
-            for (int r = 0; r < 2; r++) sum_h[r] += tws[r] * fp[kb][r];
+            pa[kb][0] = tw[0][0] | tw[0][1] << 8 | tw[1][0] << 16 | tw[1][1] << 24;
+            pa[kb][1] = tw[0][2] | tw[0][3] << 8 | tw[1][2] << 16 | tw[1][3] << 24;
+            pa[kb][2] = tw[2][0] | tw[2][1] << 8 | tw[3][0] << 16 | tw[3][1] << 24;
+            pa[kb][3] = tw[2][2] | tw[2][3] << 8 | tw[3][2] << 16 | tw[3][3] << 24;
+#pragma unroll
+            for (int r = 0; r < 2; r++) sum_h[r] += (float)tws[r] * fp[kb][r];
         }
-        #pragma unroll
+#pragma unroll
         for (int r = 0; r < 2; r++) {
             if (mnew[r] == -INFINITY) continue; /* nothing visible yet: state unchanged (P is 0) */
             /* per-lane partial row sums; the quad adds them at the end (same alpha for all) */
-            l[r] = alpha[r] * l[r] + (pnq ? sum_h[r] : sum_t[r]);
+#if MXA_PNQ
+            l[r] = alpha[r] * l[r] + sum_h[r];
+#else
+            l[r] = alpha[r] * l[r] + sum_t[r];
+#endif
             m[r] = mnew[r];
         }
         /* ---- O = alpha O + P^ V^ */
-        #pragma unroll
+#pragma unroll
         for (int ct = 0; ct < CT; ct++) {
             acc[ct][0] *= alpha[0];
             acc[ct][1] *= alpha[0];
             acc[ct][2] *= alpha[1];
             acc[ct][3] *= alpha[1];
         }
-        #pragma unroll
+#pragma unroll
         for (int kb = 0; kb < NKB; kb++)
-            #pragma unroll
+#pragma unroll
             for (int ct = 0; ct < CT; ct++) {
-                const int vw = (ct * 8 + g) * VPITCH + kb * 8 + t;
                 float c[4];
-                mma16832(c, pa[kb], vs[vw], vs[vw + 4]);
-                const float fv0 = vf[kb * MXA_D + ct * 8 + 2 * t], fv1 = vf[kb * MXA_D + ct * 8 + 2 * t + 1];
-                acc[ct][0] = fma((c[0] - BIAS) * fp[kb][0], fv0, acc[ct][0]);
-                acc[ct][1] = fma((c[1] - BIAS) * fp[kb][0], fv1, acc[ct][1]);
-                acc[ct][2] = fma((c[2] - BIAS) * fp[kb][1], fv0, acc[ct][2]);
-                acc[ct][3] = fma((c[3] - BIAS) * fp[kb][1], fv1, acc[ct][3]);
+                mma16832(c, pa[kb], vload2(0, vs + (ct * 8 + g) * VPITCH + kb * 8 + 2 * t));
+                const float2 fv = vload2(0, vf + kb * MXA_D + ct * 8 + 2 * t);
+                acc[ct][0] = fma((c[0] - BIAS) * fp[kb][0], fv.x, acc[ct][0]);
+                acc[ct][1] = fma((c[1] - BIAS) * fp[kb][0], fv.y, acc[ct][1]);
+                acc[ct][2] = fma((c[2] - BIAS) * fp[kb][1], fv.x, acc[ct][2]);
+                acc[ct][3] = fma((c[3] - BIAS) * fp[kb][1], fv.y, acc[ct][3]);
             }
     }
     /* ---- O = O~ / l; rows that saw no key give 0 and LSE = -inf */
     const float lt[2] = {quad_sum(l[0]), quad_sum(l[1])};
-    #pragma unroll
+#pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = r ? rb : ra;
         if (row >= nq) continue;
         __global float *dst = o + o_off + ((size_t)bh * nq + row) * MXA_D + 2 * t;
-        #pragma unroll
+#pragma unroll
         for (int ct = 0; ct < CT; ct++) {
             dst[ct * 8] = lt[r] != 0.0f ? acc[ct][2 * r] / lt[r] : 0.0f;
             dst[ct * 8 + 1] = lt[r] != 0.0f ? acc[ct][2 * r + 1] / lt[r] : 0.0f;
         }
-        if (has_lse && t == 0) lse[(size_t)bh * nq + row] = lt[r] != 0.0f ? m[r] + log(lt[r]) : -INFINITY;
+        if (has_lse && t == 0) lse[(size_t)bh * nq + row] = lt[r] != 0.0f ? M_TO_NATURAL(m[r]) + log(lt[r]) : -INFINITY;
     }
 }

@@ -131,10 +131,21 @@ float mxa_half_pow2(int e)
     return e >= -125 ? mxa_pow2(e - 1) : mxa_pow2(-126) * mxa_pow2(e + 125);
 }
 
-/* Q or K rows as int8 "twice" codes [bh][n_pad][D] and one scale 2^(e-1) per
- * block [bh][n_pad][D/32]. Same rotation and quantization as mxa_prep_qk. */
+/* Position of byte b of a 32-byte block in the tensor-core layout: the 4-byte
+ * words go in the order 0 4 1 5 2 6 3 7, so that the two words one lane feeds
+ * an mma (w and w + 4) are adjacent. */
+int mxa_word_pos(int b)
+{
+    const int w = b >> 2;
+    return (((w & 3) * 2 + (w >> 2)) << 2) | (b & 3);
+}
+
+/* Q or K rows as int8 "twice" codes [bh][n_pad][D] (words of each block in
+ * mxa_word_pos order) and one scale 2^(e-1) per block: [bh][n_pad][D/32], or
+ * [bh][D/32][n_pad] when scales_t. Same rotation and quantization as mxa_prep_qk. */
 __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_pad, float norm, int hadamard,
-                             int ceil_rule, uint thr, int pow2_dec, __global char *out, __global float *exps)
+                             int ceil_rule, uint thr, int pow2_dec, int scales_t, __global char *out,
+                             __global float *exps)
 {
     __local float xs[256];
     __local uint bmax[8];
@@ -166,8 +177,11 @@ __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_
     const int e = mxa_exponent(bmax[i >> 5], ceil_rule, thr, pow2_dec);
     const int tw = mxa_e2m1_twice(mxa_e2m1_code(a, e));
     const size_t r = (size_t)bh * n_pad + row;
-    out[r * d + i] = (char)((as_uint(v) >> 31) ? -tw : tw);
-    if ((i & 31) == 0) exps[r * (d / 32) + (i >> 5)] = mxa_half_pow2(e);
+    out[r * d + (i & ~31) + mxa_word_pos(i & 31)] = (char)((as_uint(v) >> 31) ? -tw : tw);
+    if ((i & 31) == 0) {
+        const size_t at = scales_t ? ((size_t)bh * (d / 32) + (i >> 5)) * n_pad + row : r * (d / 32) + (i >> 5);
+        exps[at] = mxa_half_pow2(e);
+    }
 }
 
 /* Byte p of a 32-key block of V holds key mxa_v_key(p): the order in which
@@ -179,7 +193,7 @@ int mxa_v_key(int p)
 }
 
 /* V as int8 codes transposed [bh][D][n_pad] (keys permuted inside each block
- * by mxa_v_key) and scales 2^(e-1) [bh][n_pad/32][D]. One work-item per
+ * by mxa_v_key, words by mxa_word_pos) and scales 2^(e-1) [bh][n_pad/32][D]. One work-item per
  * (channel, key block); global (D, n_pad / 32, B*Hkv). */
 __kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_pad, int d, int ceil_rule,
                             uint thr, int pow2_dec, __global uint *out, __global float *exps)
@@ -204,7 +218,7 @@ __kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_p
             }
             word |= ((uint)tw & 0xffu) << (8 * i);
         }
-        dst[w] = word;
+        dst[mxa_word_pos(4 * w) >> 2] = word;
     }
     exps[((size_t)bh * (n_pad / 32) + blk) * d + c] = mxa_half_pow2(e);
 }

@@ -19,14 +19,17 @@
 #include "testutil.h"
 
 /*
- * NMSE limits vs the reference at the same Bc, from measurement (PoCL 3.1 on
- * x86-64 and NVIDIA 580 on the H200; worst case seen in the note). Scores are
- * bit-exact (exact FP4 block products, the reference's block order); what
- * remains is exp() differing by ulps from the host's expf, which can move a
- * P~ value across an E2M1 rounding boundary and flip one code (a step of up
- * to 1/3 of that P^ value), plus fp32 summation order. fp32 only sees ulps.
+ * NMSE limits vs the reference at the same Bc, from measurement: worst seen
+ * 2.1e-15 (mxattention), 1.8e-14 (ocp-direct), 2.0e-14 (fp32) on PoCL 3.1;
+ * 5.0e-15, 2.3e-14, 3.3e-14 on the H200 (NVIDIA 580, both variants). Scores
+ * are bit-exact (exact FP4 block products added in the reference's block
+ * order); what remains is exp() differing from the host's expf by ulps, which
+ * can move a P~ value across an E2M1 boundary and flip one code (a row of
+ * ~100 keys then moves by ~1e-3 relative, NMSE ~1e-6 for that row), plus the
+ * fp32 summation order. 1e-5 tolerates a few flips and still catches any
+ * layout or scaling bug (those give 1e-3 and more); fp32 sees only ulps.
  */
-static const double nmse_limit[3] = {/* mxattention */ 1e-4, /* ocp-direct */ 1e-4, /* fp32 */ 1e-10};
+static const double nmse_limit[3] = {/* mxattention */ 1e-5, /* ocp-direct */ 1e-5, /* fp32 */ 1e-10};
 static double worst[3];
 
 typedef struct acase {
@@ -85,6 +88,7 @@ static const acase cases[] = {
     {2, 4, 2, 33, 100, 128, 1, 0},    {1, 2, 1, 17, 1, 64, 0, 0},      {1, 2, 1, 40, 31, 64, 0, 0},
     {1, 2, 1, 40, 33, 64, 1, 0},      {1, 1, 1, 70, 1000, 128, 0, 0},  {1, 2, 2, 100, 40, 64, 1, 0},
     {1, 1, 1, 64, 300, 128, 0, 32},   {1, 1, 1, 64, 300, 128, 1, 128}, {1, 3, 1, 48, 200, 128, 0, 256},
+    {2, 4, 2, 96, 200, 128, 1, 64},   {1, 2, 1, 80, 150, 64, 0, 64},
 };
 
 static void test_attention_variants(void **state)
