@@ -95,7 +95,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
     case INV_PNQ_ONES:
     case INV_DIRECT_ONES: {
         if (c->index == INV_DIRECT_ONES) desc.placement = MXA_PLACEMENT_DIRECT;
-        if (device_run(ctx, &desc, &p, &o1, r) || against_reference(&desc, &p, &o1, r)) break;
+        if (device_run(ctx, &desc, &p, &o1, r)) break;
         double worst = 0.0;
         for (int64_t i = 0; i < n; i++)
             if (!(desc.causal && (i / p.d) % p.nq + p.nk - p.nq < 0)) worst = fmax(worst, fabs(o1.o[i] - 1.0));
@@ -105,6 +105,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
         if (c->index == INV_DIRECT_ONES && worst <= 1e-4)
             conform_fail(r, "direct placement with V = 1 gave max |O - 1| = %.3g: it should show the row-sum error "
                             "(is PNQ running instead?)", worst);
+        if (r->status != CONFORM_FAIL) against_reference(&desc, &p, &o1, r);
         break;
     }
     case INV_PERMUTE: {
