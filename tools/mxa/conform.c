@@ -334,8 +334,8 @@ static const char summary[] =
     "reference with the same recipe and the Bc the device reports: MXFP4 quantization bit-exact\n"
     "(SPEC vectors, random blocks of every magnitude, every q*2^k +-1 ulp boundary, tails, dtypes),\n"
     "attention for every recipe x causal x D 32..256 x tails (Nk 1, 31, 33, 130, 1000) x GQA, every\n"
-    "ablation switch, Bc, dtypes, device buffers, the SPEC §2 invariants and bad input (right status,\n"
-    "outputs untouched). Outputs sit between guard regions (out-of-bounds writes are caught) and\n"
+    "ablation switch, Bc, dtypes, device buffers, tile edges, random shapes drawn from the seed, the\n"
+    "SPEC §2 invariants and bad input (right status, outputs untouched). Outputs sit between guard regions (out-of-bounds writes are caught) and\n"
     "must be finite. Then every other kernel variant of each device runs the variant subset, forced\n"
     "through MXA_KERNEL / MXA_CPU_ISA / MXA_DISABLE_COOPMAT / MXA_DISABLE_INT_DOT /\n"
     "MXA_DISABLE_NATIVE_FP4 / MXA_NUM_THREADS (each in a fresh runtime). NMSE bounds per recipe\n"
@@ -461,7 +461,9 @@ int cmd_conform(int argc, char **argv)
         goto out;
     }
     char ids[32][32];
-    int nids = 0;
+    int nids = 0, per_device = 0;
+    for (int i = 0; i < cases.n; i++) per_device += case_selected(&cases.v[i], &o, 0);
+    if (strcmp(mode, "test") == 0) conform_report_header(&rep, per_device);
     if ((rc = pick_devices(&rep, rt, devices, backends, ids, &nids))) goto out;
     if (strcmp(mode, "support") == 0) {
         const char *idp[32];
@@ -470,7 +472,6 @@ int cmd_conform(int argc, char **argv)
         if (rc == CLI_OK && o.require && rep.absent_lines) rc = CLI_FAIL;
         goto out;
     }
-    conform_report_header(&rep, matched);
     for (int i = 0; i < nids; i++) {
         tested_path tested[32];
         int ntested = 0;

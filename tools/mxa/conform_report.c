@@ -64,7 +64,7 @@ static void run_label(const conform_target_run *run, char *buf, size_t size)
 void conform_report_header(const conform_report *rep, int case_count)
 {
     if (rep->format != CONFORM_TEXT) return;
-    printf("mxa conform %s: mode %s, seed %llu (reproduce with --seed %llu), %d cases%s\n", mxa_version_string(),
+    printf("mxa conform %s: mode %s, seed %llu (reproduce with --seed %llu), %d cases per device%s\n", mxa_version_string(),
            rep->mode, (unsigned long long)rep->seed, (unsigned long long)rep->seed, case_count,
            rep->quick ? " (--quick)" : "");
     fflush(stdout);
