@@ -1,6 +1,9 @@
 /*
  * mxa probe [--json]: every backend (present or absent, with the reason),
- * every device with its capabilities and the kernel variant it would run.
+ * every device with the capabilities that drive kernel choice, the kernel
+ * variant it would run and why, and what each environment switch would change
+ * on this machine (computed: each switch is set in a fresh runtime and the
+ * devices' choices compared).
  *
  * JSON output (stable keys; new keys may be added, none renamed or removed):
  * {
@@ -14,24 +17,56 @@
  *                  "caps": [ "fp16" | "int8" | "int_dot" | "subgroups" | "coopmat" |
  *                            "native_fp4" | "timestamps" | "simd" ],
  *                  "capabilities": str, "variant": str, "variant_reason": str,
- *                  "default_bc": int, "score": int } ]
+ *                  "default_bc": int, "score": int } ],
+ *   "environment": [ { "name", "value": str | null, "meaning": str } ],
+ *                                       every switch mxa reads, its current value
+ *   "what_if": [ { "switch": "MXA_CPU_ISA=portable", "device": "cpu", "variant": str,
+ *                  "changed": bool, "reason": str } ]
+ *                                       each variant switch, set alone: what the device would run
  * }
- * Exit status 0 when at least one device is present.
+ * Exit status: 0 at least one device is present, 1 none is, 2 an error (or a usage mistake).
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "conform.h"
+
+#define PROBE_ERROR 2
 
 static const struct {
     uint32_t bit;
     const char *name;
+    const char *text; /* what a kernel does with it */
 } cap_names[] = {
-    {MXA_CAP_FP16, "fp16"},         {MXA_CAP_INT8, "int8"},           {MXA_CAP_INT_DOT, "int_dot"},
-    {MXA_CAP_SUBGROUPS, "subgroups"}, {MXA_CAP_COOPMAT, "coopmat"},   {MXA_CAP_NATIVE_FP4, "native_fp4"},
-    {MXA_CAP_TIMESTAMPS, "timestamps"}, {MXA_CAP_SIMD, "simd"},
+    {MXA_CAP_FP16, "fp16", "fp16 arithmetic"},
+    {MXA_CAP_INT8, "int8", "int8 arithmetic (exact FP4 emulation)"},
+    {MXA_CAP_INT_DOT, "int_dot", "packed int8 dot product (dp4a, VNNI)"},
+    {MXA_CAP_SUBGROUPS, "subgroups", "subgroup operations"},
+    {MXA_CAP_COOPMAT, "coopmat", "matrix units (cooperative matrix, tensor cores, MFMA)"},
+    {MXA_CAP_NATIVE_FP4, "native_fp4", "native MXFP4 matrix instructions"},
+    {MXA_CAP_TIMESTAMPS, "timestamps", "device timestamps"},
+    {MXA_CAP_SIMD, "simd", "CPU vector ISA beyond the portable path"},
+};
+
+/* Every switch mxa reads (DESIGN.md), and what it does. */
+static const struct {
+    const char *name;
+    const char *meaning;
+} env_switches[] = {
+    {"MXA_DEVICE", "the device 'auto' opens (an id: cpu, vulkan:0, opencl:1, hip:0)"},
+    {"MXA_DISABLE", "backends not to load, comma-separated (vulkan,opencl,hip; the CPU always loads)"},
+    {"MXA_DISABLE_COOPMAT", "1: no cooperative-matrix / tensor-core / MFMA variant"},
+    {"MXA_DISABLE_INT_DOT", "1: no packed int8 dot-product path"},
+    {"MXA_DISABLE_NATIVE_FP4", "1: no native FP4 matrix instructions (gfx950 scaled MFMA)"},
+    {"MXA_KERNEL", "force a kernel variant by name (ignored with a note where the device cannot run it)"},
+    {"MXA_CPU_ISA", "the CPU kernels' instruction set: portable, avx2, avx512"},
+    {"MXA_NUM_THREADS", "CPU worker threads (default: the online CPUs)"},
+    {"MXA_CACHE_DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/mxa, else ~/.cache/mxa)"},
+    {"MXA_LOG", "log level: error, warn (default), info, debug"},
 };
 
 /* A JSON string literal: quotes, backslashes and control bytes escaped. */
@@ -54,7 +89,69 @@ static void json_key(const char *key, const char *value, int comma)
     if (comma) printf(", ");
 }
 
-static void print_json(const mxa_runtime *rt, int nb, int nd, const char *auto_id)
+/* ---------------------------------------------------------------- what if */
+
+/* One device under one switch. */
+typedef struct what_if {
+    char label[64]; /* "MXA_CPU_ISA=portable" */
+    char device[32];
+    char variant[48];
+    char reason[MXA_REASON_LEN];
+    int changed;
+} what_if;
+
+/* The devices' choices with `name=value` set in a fresh runtime (restored after). */
+static int what_if_switch(const char *name, const char *value, const char *backend, const mxa_device_info *devs,
+                          int nd, what_if *out, int max)
+{
+    conform_env env = {name, value};
+    conform_env_saved saved;
+    mxa_runtime *rt = NULL;
+    int n = 0;
+    if (conform_env_apply(&env, 1, &saved) == 0 && mxa_runtime_create(NULL, &rt) == MXA_OK) {
+        int count = 0;
+        mxa_device_count(rt, &count);
+        for (int i = 0; i < nd && n < max; i++) {
+            if (backend && strcmp(devs[i].backend, backend) != 0) continue;
+            what_if *w = &out[n++];
+            snprintf(w->label, sizeof w->label, "%s=%s", name, value);
+            snprintf(w->device, sizeof w->device, "%s", devs[i].id);
+            snprintf(w->variant, sizeof w->variant, "(absent)");
+            snprintf(w->reason, sizeof w->reason, "the device is not listed with %s set", w->label);
+            w->changed = 1;
+            for (int j = 0; j < count; j++) {
+                mxa_device_info d;
+                if (mxa_device_get_info(rt, j, &d) || strcmp(d.id, devs[i].id) != 0) continue;
+                snprintf(w->variant, sizeof w->variant, "%s", d.variant);
+                snprintf(w->reason, sizeof w->reason, "%s", d.variant_reason);
+                w->changed = strcmp(d.variant, devs[i].variant) != 0 || d.caps != devs[i].caps;
+            }
+        }
+    }
+    mxa_runtime_destroy(rt);
+    conform_env_restore(&env, &saved);
+    return n;
+}
+
+/* Every variant switch that applies to a present device, set alone. */
+static int what_if_all(const mxa_device_info *devs, int nd, what_if *out, int max)
+{
+    int n = 0;
+    for (int s = 0; s < conform_switch_count && n < max; s++) {
+        const conform_switch *sw = &conform_switches[s];
+        int present = 0;
+        for (int i = 0; i < nd; i++) present |= strcmp(devs[i].backend, sw->backend) == 0;
+        /* MXA_NUM_THREADS changes no choice; it is described, not probed */
+        if (!present || strcmp(sw->env.name, "MXA_NUM_THREADS") == 0) continue;
+        n += what_if_switch(sw->env.name, sw->env.value, sw->backend, devs, nd, out + n, max - n);
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ json */
+
+static void print_json(const mxa_runtime *rt, int nb, const mxa_device_info *devs, int nd, const char *auto_id,
+                       const what_if *wi, int nwi)
 {
     printf("{\n  \"version\": ");
     json_string(mxa_version_string());
@@ -74,36 +171,60 @@ static void print_json(const mxa_runtime *rt, int nb, int nd, const char *auto_i
     }
     printf("\n  ],\n  \"devices\": [");
     for (int i = 0; i < nd; i++) {
-        mxa_device_info d;
-        if (mxa_device_get_info(rt, i, &d)) continue;
+        const mxa_device_info *d = &devs[i];
         printf("%s\n    {", i ? "," : "");
-        json_key("id", d.id, 1);
-        json_key("backend", d.backend, 1);
-        printf("\"index\": %d, ", d.index);
-        json_key("name", d.name, 1);
-        json_key("vendor", d.vendor, 1);
-        json_key("driver", d.driver, 1);
+        json_key("id", d->id, 1);
+        json_key("backend", d->backend, 1);
+        printf("\"index\": %d, ", d->index);
+        json_key("name", d->name, 1);
+        json_key("vendor", d->vendor, 1);
+        json_key("driver", d->driver, 1);
         printf("\"memory_bytes\": %" PRIu64 ", \"compute_units\": %" PRIu32 ", \"subgroup_min\": %" PRIu32
                ", \"subgroup_max\": %" PRIu32 ", \"shared_memory_bytes\": %" PRIu64 ",\n     \"caps\": [",
-               d.memory_bytes, d.compute_units, d.subgroup_min, d.subgroup_max, d.shared_memory_bytes);
+               d->memory_bytes, d->compute_units, d->subgroup_min, d->subgroup_max, d->shared_memory_bytes);
         int first = 1;
         for (int c = 0; c < CLI_COUNT(cap_names); c++)
-            if (d.caps & cap_names[c].bit) {
+            if (d->caps & cap_names[c].bit) {
                 printf("%s", first ? "" : ", ");
                 json_string(cap_names[c].name);
                 first = 0;
             }
         printf("], ");
-        json_key("capabilities", d.capabilities, 1);
+        json_key("capabilities", d->capabilities, 1);
         printf("\n     ");
-        json_key("variant", d.variant, 1);
-        json_key("variant_reason", d.variant_reason, 1);
-        printf("\"default_bc\": %d, \"score\": %d}", d.default_bc, d.score);
+        json_key("variant", d->variant, 1);
+        json_key("variant_reason", d->variant_reason, 1);
+        printf("\"default_bc\": %d, \"score\": %d}", d->default_bc, d->score);
+    }
+    printf("\n  ],\n  \"environment\": [");
+    for (int i = 0; i < CLI_COUNT(env_switches); i++) {
+        const char *v = getenv(env_switches[i].name);
+        printf("%s\n    {", i ? "," : "");
+        json_key("name", env_switches[i].name, 0);
+        printf(", \"value\": ");
+        if (v) json_string(v);
+        else printf("null");
+        printf(", ");
+        json_key("meaning", env_switches[i].meaning, 0);
+        printf("}");
+    }
+    printf("\n  ],\n  \"what_if\": [");
+    for (int i = 0; i < nwi; i++) {
+        printf("%s\n    {", i ? "," : "");
+        json_key("switch", wi[i].label, 1);
+        json_key("device", wi[i].device, 1);
+        json_key("variant", wi[i].variant, 1);
+        printf("\"changed\": %s, ", wi[i].changed ? "true" : "false");
+        json_key("reason", wi[i].reason, 0);
+        printf("}");
     }
     printf("\n  ]\n}\n");
 }
 
-static void print_text(const mxa_runtime *rt, int nb, int nd, const char *auto_id)
+/* ------------------------------------------------------------------ text */
+
+static void print_text(const mxa_runtime *rt, int nb, const mxa_device_info *devs, int nd, const char *auto_id,
+                       const what_if *wi, int nwi)
 {
     printf("mxa %s\n\nbackends:\n", mxa_version_string());
     for (int i = 0; i < nb; i++) {
@@ -112,24 +233,59 @@ static void print_text(const mxa_runtime *rt, int nb, int nd, const char *auto_i
         if (b.present && b.reason[0]) printf("  %-8s present  %s\n", b.name, b.reason);
         else if (b.present) printf("  %-8s present  %d device%s\n", b.name, b.device_count, b.device_count == 1 ? "" : "s");
         else
-            printf("  %-8s absent   %s\n", b.name, b.reason[0] ? b.reason : "no device");
+            printf("  %-8s absent   %s%s\n", b.name, b.built ? "" : "not built: ", b.reason[0] ? b.reason : "no device");
     }
     printf("\ndevices:%s\n", nd ? "" : " none");
     for (int i = 0; i < nd; i++) {
-        mxa_device_info d;
-        if (mxa_device_get_info(rt, i, &d)) continue;
-        const int is_auto = auto_id && strcmp(auto_id, d.id) == 0;
-        printf("  %-10s %s%s\n", d.id, d.name, is_auto ? "   <- auto" : "");
-        printf("             vendor %s, driver %s", d.vendor, d.driver);
-        if (d.compute_units) printf(", %" PRIu32 " compute units", d.compute_units);
-        if (d.memory_bytes) printf(", %.1f GiB", (double)d.memory_bytes / (1024.0 * 1024.0 * 1024.0));
-        if (d.shared_memory_bytes) printf(", %" PRIu64 " KiB shared", d.shared_memory_bytes / 1024);
-        printf(", subgroup %" PRIu32 "..%" PRIu32 "\n", d.subgroup_min, d.subgroup_max);
-        printf("             capabilities: %s\n", d.capabilities[0] ? d.capabilities : "(none)");
-        printf("             variant: %s, Bc %d, score %d: %s\n", d.variant, d.default_bc, d.score,
-               d.variant_reason);
+        const mxa_device_info *d = &devs[i];
+        const int is_auto = auto_id && strcmp(auto_id, d->id) == 0;
+        printf("  %s: %s%s\n", d->id, d->name, is_auto ? "   <- auto" : "");
+        printf("    %-16s %s\n", "vendor", d->vendor);
+        printf("    %-16s %s\n", "driver", d->driver);
+        if (d->compute_units) printf("    %-16s %" PRIu32 "\n", "compute units", d->compute_units);
+        if (d->memory_bytes)
+            printf("    %-16s %.1f GiB\n", "memory", (double)d->memory_bytes / (1024.0 * 1024.0 * 1024.0));
+        if (d->shared_memory_bytes) printf("    %-16s %" PRIu64 " KiB\n", "shared memory", d->shared_memory_bytes / 1024);
+        printf("    %-16s %" PRIu32 "..%" PRIu32 "\n", "subgroup size", d->subgroup_min, d->subgroup_max);
+        printf("    %-16s %s\n", "capabilities", d->capabilities[0] ? d->capabilities : "(none)");
+        printf("    %-16s", "kernel choice");
+        for (int c = 0; c < CLI_COUNT(cap_names); c++)
+            printf(" %s %s", cap_names[c].name, (d->caps & cap_names[c].bit) ? "yes" : "no");
+        printf("\n    %-16s %s (Bc %d, score %d)\n", "variant", d->variant, d->default_bc, d->score);
+        printf("    %-16s %s\n", "why", d->variant_reason);
+    }
+    if (nd) {
+        const char *env = getenv("MXA_DEVICE");
+        printf("\n  auto -> %s (%s)\n", auto_id ? auto_id : "(none)",
+               env && *env ? "MXA_DEVICE" : "the highest score; MXA_DEVICE overrides");
+    }
+
+    printf("\nenvironment (current value; what setting it changes here):\n");
+    for (int i = 0; i < CLI_COUNT(env_switches); i++) {
+        const char *name = env_switches[i].name, *v = getenv(name);
+        printf("  %-22s %s\n", name, v ? v : "(unset)");
+        printf("      %s\n", env_switches[i].meaning);
+        int shown = 0;
+        for (int w = 0; w < nwi; w++) {
+            if (strncmp(wi[w].label, name, strlen(name)) != 0 || wi[w].label[strlen(name)] != '=') continue;
+            const char *asked = wi[w].label + strlen(name) + 1;
+            const int forced = strcmp(name, "MXA_KERNEL") == 0;
+            printf("      %-28s %-10s %s%s\n", wi[w].label, wi[w].device,
+                   wi[w].changed ? "-> " : forced && strcmp(asked, wi[w].variant) != 0 ? "not possible here, stays " : "unchanged: ",
+                   wi[w].variant);
+            shown++;
+        }
+        if (!shown && strcmp(name, "MXA_DISABLE_NATIVE_FP4") == 0)
+            printf("      no device here has native FP4 matrix instructions\n");
+        if (strcmp(name, "MXA_CACHE_DIR") == 0) {
+            const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+            printf("      now: %s%s\n", v ? v : x ? x : home ? home : "(none: set MXA_CACHE_DIR)",
+                   v ? "" : x ? "/mxa" : home ? "/.cache/mxa" : "");
+        }
     }
 }
+
+/* ------------------------------------------------------------------- main */
 
 int cmd_probe(int argc, char **argv)
 {
@@ -138,35 +294,59 @@ int cmd_probe(int argc, char **argv)
     };
     cli_spec spec = {"probe", "[--json]",
                      "Lists every backend this build knows (present, or absent with the reason) and every\n"
-                     "device: capabilities, the kernel variant mxa would run and why, and which device\n"
-                     "'auto' picks. Exits 0 when at least one device is present.",
+                     "device: the capabilities that drive kernel choice, the kernel variant mxa would run and\n"
+                     "why, which device 'auto' picks, and what each environment switch would change here\n"
+                     "(each variant switch is tried in a fresh runtime). Exit status: 0 at least one device\n"
+                     "is present, 1 none is, 2 an error.",
                      options, CLI_COUNT(options), 0, 0, {NULL}, 0};
     int rc = cli_parse(&spec, argc, argv);
     if (rc) return rc < 0 ? CLI_OK : rc;
 
     mxa_runtime *rt = NULL;
     mxa_device *dev = NULL;
+    mxa_device_info *devs = NULL;
+    what_if *wi = NULL;
     mxa_status st;
-    int nb = 0, nd = 0;
+    int nb = 0, nd = 0, nwi = 0;
     char auto_id[32] = "";
-    if ((st = mxa_runtime_create(NULL, &rt))) return cli_library_error("runtime", st);
+    if ((st = mxa_runtime_create(NULL, &rt))) {
+        cli_library_error("probe: runtime", st);
+        return PROBE_ERROR;
+    }
     if ((st = mxa_backend_count(rt, &nb)) || (st = mxa_device_count(rt, &nd))) {
-        rc = cli_library_error("probe", st);
+        cli_library_error("probe", st);
+        rc = PROBE_ERROR;
         goto out;
     }
+    devs = calloc((size_t)(nd ? nd : 1), sizeof *devs);
+    wi = calloc(128, sizeof *wi);
+    if (!devs || !wi) {
+        cli_error("probe: out of memory");
+        rc = PROBE_ERROR;
+        goto out;
+    }
+    for (int i = 0; i < nd; i++)
+        if ((st = mxa_device_get_info(rt, i, &devs[i]))) {
+            cli_library_error("probe", st);
+            rc = PROBE_ERROR;
+            goto out;
+        }
     /* Opening "auto" is the only way to honour MXA_DEVICE exactly as attention will. */
     if (nd && mxa_device_open(rt, "auto", &dev) == MXA_OK) {
         mxa_device_info info;
         if (mxa_device_info_of(dev, &info) == MXA_OK) snprintf(auto_id, sizeof auto_id, "%s", info.id);
         mxa_device_close(dev);
     }
-    if (options[0].value) print_json(rt, nb, nd, auto_id[0] ? auto_id : NULL);
-    else print_text(rt, nb, nd, auto_id[0] ? auto_id : NULL);
+    nwi = what_if_all(devs, nd, wi, 128);
+    if (options[0].value) print_json(rt, nb, devs, nd, auto_id[0] ? auto_id : NULL, wi, nwi);
+    else print_text(rt, nb, devs, nd, auto_id[0] ? auto_id : NULL, wi, nwi);
     if (!nd) {
         cli_error("probe: no device is present");
         rc = CLI_FAIL;
     }
 out:
+    free(devs);
+    free(wi);
     mxa_runtime_destroy(rt);
     return rc;
 }
