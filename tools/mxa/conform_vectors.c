@@ -183,11 +183,11 @@ static int read_config(const char *stem, vec_config *cfg)
     snprintf(buf, sizeof buf, "%s", base);
     for (char *tok = strtok(buf, "_"); tok; tok = strtok(NULL, "_")) {
         mxa_rule rule;
+        if (mxa_rule_parse(tok, &rule) == MXA_OK) cfg->rule = rule; /* "tfs" is a rule and a recipe: both */
         if (set_recipe(cfg, tok) == 0) continue;
         if (strcmp(tok, "causal") == 0) cfg->desc.causal = 1;
         else if (strcmp(tok, "noncausal") == 0) cfg->desc.causal = 0;
         else if (strncmp(tok, "bc", 2) == 0 && isdigit((unsigned char)tok[2])) apply_key(cfg, "bc", tok + 2);
-        else if (mxa_rule_parse(tok, &rule) == MXA_OK) cfg->rule = rule;
     }
     char path[1100];
     snprintf(path, sizeof path, "%s.json", stem);
