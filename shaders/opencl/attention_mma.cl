@@ -16,8 +16,9 @@
  * one 64-bit local load.
  *
  * The accumulator starts at 1.5 x 2^23 (bits 0x4B400000): read as fp32 the
- * result is then 1.5 x 2^23 + dot exactly, which saves an int-to-float
- * conversion (a quarter-rate instruction) per element.
+ * result r is then 1.5 x 2^23 + dot exactly, which saves an int-to-float
+ * conversion (a quarter-rate instruction) per element, and fma(r, f,
+ * -1.5 x 2^23 f) gives dot x f exactly in one instruction.
  */
 #define WG 128
 #define BR 64
@@ -175,7 +176,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
     const int ra = row0 + warp * 16 + g, rb = ra + 8;
 
     uint qa[DB][4];
-    float fq[DB][2];
+    float fq[DB][2], nbq[DB][2]; /* 2^(e-1) of the Q blocks, and -1.5 x 2^23 times it */
     {
         __global const uint2 *qra = (__global const uint2 *)(q8 + ((size_t)bh * nq_pad + ra) * (MXA_D / 4));
         __global const uint2 *qrb = (__global const uint2 *)(q8 + ((size_t)bh * nq_pad + rb) * (MXA_D / 4));
@@ -188,6 +189,8 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
             qa[blk][3] = wb.y;
             fq[blk][0] = qe[((size_t)bh * nq_pad + ra) * DB + blk];
             fq[blk][1] = qe[((size_t)bh * nq_pad + rb) * DB + blk];
+            nbq[blk][0] = -BIAS * fq[blk][0];
+            nbq[blk][1] = -BIAS * fq[blk][1];
         }
     }
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
@@ -239,10 +242,11 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
                 float c[4];
                 mma16832(c, qa[blk], vload2(0, ks + (nt * 8 + g) * KPITCH + blk * 8 + 2 * t));
                 const float2 fk = vload2(0, kf + blk * MXA_BC + nt * 8 + 2 * t);
-                s[nt][0] = fma((c[0] - BIAS) * fq[blk][0], fk.x, s[nt][0]);
-                s[nt][1] = fma((c[1] - BIAS) * fq[blk][0], fk.y, s[nt][1]);
-                s[nt][2] = fma((c[2] - BIAS) * fq[blk][1], fk.x, s[nt][2]);
-                s[nt][3] = fma((c[3] - BIAS) * fq[blk][1], fk.y, s[nt][3]);
+                /* fma(r, f, -BIAS f) = dot f exactly: r f and BIAS f are exact (f a power of two) */
+                s[nt][0] = fma(fma(c[0], fq[blk][0], nbq[blk][0]), fk.x, s[nt][0]);
+                s[nt][1] = fma(fma(c[1], fq[blk][0], nbq[blk][0]), fk.y, s[nt][1]);
+                s[nt][2] = fma(fma(c[2], fq[blk][1], nbq[blk][1]), fk.x, s[nt][2]);
+                s[nt][3] = fma(fma(c[3], fq[blk][1], nbq[blk][1]), fk.y, s[nt][3]);
             }
         }
         /* ---- scale (log2 units unless MXA_EXACT_EXP), mask, row maxima */
@@ -274,7 +278,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         }
         /* ---- P~ = exp(S - m'), P^ = MXFP4(P~) per 32-key block, as the A fragments of P V */
         uint pa[NKB][4];
-        float fp[NKB][2], sum_h[2] = {0.0f, 0.0f};
+        float fp[NKB][2], nbp[NKB][2], sum_h[2] = {0.0f, 0.0f};
 #if !MXA_PNQ
         float sum_t[2] = {0.0f, 0.0f};
 #endif
@@ -306,6 +310,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
                 k1[r] = mxa_pow2(min(-e, 127));
                 k2[r] = mxa_pow2(min(-e - 1, 127));
                 fp[kb][r] = pow2m1(e);
+                nbp[kb][r] = -BIAS * fp[kb][r];
             }
             uint tws[2] = {0u, 0u}, tw[4][4]; /* [n4][i] */
 #pragma unroll
@@ -355,10 +360,10 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
                 float c[4];
                 mma16832(c, pa[kb], vload2(0, vs + (ct * 8 + g) * VPITCH + kb * 8 + 2 * t));
                 const float2 fv = vload2(0, vf + kb * MXA_D + ct * 8 + 2 * t);
-                acc[ct][0] = fma((c[0] - BIAS) * fp[kb][0], fv.x, acc[ct][0]);
-                acc[ct][1] = fma((c[1] - BIAS) * fp[kb][0], fv.y, acc[ct][1]);
-                acc[ct][2] = fma((c[2] - BIAS) * fp[kb][1], fv.x, acc[ct][2]);
-                acc[ct][3] = fma((c[3] - BIAS) * fp[kb][1], fv.y, acc[ct][3]);
+                acc[ct][0] = fma(fma(c[0], fp[kb][0], nbp[kb][0]), fv.x, acc[ct][0]);
+                acc[ct][1] = fma(fma(c[1], fp[kb][0], nbp[kb][0]), fv.y, acc[ct][1]);
+                acc[ct][2] = fma(fma(c[2], fp[kb][1], nbp[kb][1]), fv.x, acc[ct][2]);
+                acc[ct][3] = fma(fma(c[3], fp[kb][1], nbp[kb][1]), fv.y, acc[ct][3]);
             }
     }
     /* ---- O = O~ / l; rows that saw no key give 0 and LSE = -inf */
