@@ -90,18 +90,28 @@ static void arg_free(arg *a)
     a->owned = NULL;
 }
 
+/* A device-buffer tensor: float32, on this device, inside its buffer. */
+static mxa_status check_device_tensor(const mxa_device *dev, const mxa_tensor *t, const char *name)
+{
+    const size_t bytes = (size_t)mxa_tensor_numel(t) * sizeof(float);
+    if (t->buffer->dev != dev)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the buffer belongs to another device", name);
+    if (t->dtype != MXA_F32)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: device-buffer tensors must be float32", name);
+    if (t->offset % 4 || t->offset > t->buffer->bytes || bytes > t->buffer->bytes - t->offset)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: %zu bytes at offset %zu do not fit its %zu-byte buffer", name,
+                        bytes, t->offset, t->buffer->bytes);
+    return MXA_OK;
+}
+
 static mxa_status arg_input(mxa_device *dev, const mxa_tensor *t, const char *name, int check_values, arg *a)
 {
     memset(a, 0, sizeof *a);
     a->array.b = t->shape[0]; a->array.h = t->shape[1]; a->array.n = t->shape[2]; a->array.d = t->shape[3];
     int64_t n = mxa_tensor_numel(t);
     if (t->buffer) {
-        if (t->buffer->dev != dev)
-            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the buffer belongs to another device", name);
-        if (t->dtype != MXA_F32)
-            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: device-buffer tensors must be float32", name);
-        if (t->offset % 4 || t->offset > t->buffer->bytes || (size_t)n * 4 > t->buffer->bytes - t->offset)
-            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: tensor does not fit its buffer at offset %zu", name, t->offset);
+        mxa_status st = check_device_tensor(dev, t, name);
+        if (st) return st;
         a->array.buffer = t->buffer->handle;
         a->array.offset = t->offset;
         return MXA_OK;
@@ -197,8 +207,7 @@ mxa_status mxa_attention(mxa_device *dev, const mxa_attention_desc *desc, const 
     if (desc->format == MXA_FORMAT_NVFP4 && strcmp(dev->ops->name, "cpu") != 0)
         return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the NVFP4 baseline runs on the \"cpu\" device only, not on %s",
                         dev->probed->info.id);
-    if (o->buffer && (o->buffer->dev != dev || o->dtype != MXA_F32))
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "out: a device-buffer output must be float32 on this device");
+    if (o->buffer && (st = check_device_tensor(dev, o, "out"))) return st;
 
     const int check = !desc->allow_non_finite;
     arg aq, ak, av;

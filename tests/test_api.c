@@ -274,6 +274,13 @@ static void test_buffers(void **state)
     q.offset = 4; /* does not fit its buffer any more */
     assert_int_equal(mxa_attention(f->dev, &f->desc, &q, &k, &v, &o, NULL, NULL), MXA_ERR_INVALID_ARGUMENT);
     q.offset = 0;
+    mxa_buffer *small;
+    assert_int_equal(mxa_buffer_create(f->dev, qn - 4, &small), MXA_OK);
+    o.buffer = small; /* an output buffer one float too small */
+    assert_int_equal(mxa_attention(f->dev, &f->desc, &q, &k, &v, &o, NULL, NULL), MXA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(mxa_last_error_message(), "out:"));
+    o.buffer = bo;
+    mxa_buffer_destroy(small);
     q.dtype = MXA_F16;
     assert_int_equal(mxa_attention(f->dev, &f->desc, &q, &k, &v, &o, NULL, NULL), MXA_ERR_INVALID_ARGUMENT);
     free(got);
