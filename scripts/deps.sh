@@ -9,6 +9,7 @@ packages=(
   libvulkan-dev libvulkan-volk-dev glslang-tools mesa-vulkan-drivers  # Vulkan backend + lavapipe
   ocl-icd-opencl-dev ocl-icd-libopencl1 opencl-headers pocl-opencl-icd # OpenCL backend + PoCL
   libopenblas-dev                                                # the OpenBLAS baseline of `mxa bench`
+  python3-venv python3-numpy python3-pytest python3-setuptools   # the Python binding and its tests
 )
 missing=()
 for p in "${packages[@]}"; do
