@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../runtime/env.h"
 #include "../../runtime/status.h"
 #include "cpu_attention.h"
 #include "cpu_quant.h"
@@ -26,6 +27,8 @@ typedef struct scratch {
     float *psc;    /* [bc/32][16] */
     float *acc;    /* [d][16] */
     float *pv;     /* [d][16] */
+    uint32_t *qp8; /* [d/4][16] fused Q */
+    float *qsc8;   /* [16] */
 } scratch;
 
 typedef struct job {
@@ -44,12 +47,12 @@ static size_t up64(size_t n)
 
 static size_t scratch_layout(int64_t d, int bc, char *base, scratch *s)
 {
-    const size_t sizes[8] = {(size_t)d * L * 4, (size_t)d / 32 * CPU_WORDS * L * 4, (size_t)d / 32 * L * 4,
-                             (size_t)bc * L * 4, (size_t)bc / 32 * CPU_WORDS * L * 4, (size_t)bc / 32 * L * 4,
-                             (size_t)d * L * 4, (size_t)d * L * 4};
-    void *parts[8];
+    const size_t sizes[10] = {(size_t)d * L * 4, (size_t)d / 32 * CPU_WORDS * L * 4, (size_t)d / 32 * L * 4,
+                              (size_t)bc * L * 4, (size_t)bc / 32 * CPU_WORDS * L * 4, (size_t)bc / 32 * L * 4,
+                              (size_t)d * L * 4, (size_t)d * L * 4, (size_t)d * L, L * 4};
+    void *parts[10];
     size_t off = 0;
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 10; i++) {
         parts[i] = base ? base + off : NULL;
         off += up64(sizes[i]);
     }
@@ -62,6 +65,8 @@ static size_t scratch_layout(int64_t d, int bc, char *base, scratch *s)
         s->psc = parts[5];
         s->acc = parts[6];
         s->pv = parts[7];
+        s->qp8 = parts[8];
+        s->qsc8 = parts[9];
     }
     return off;
 }
@@ -80,7 +85,8 @@ static void attention_task(void *ctx, int64_t item, int worker)
     scratch sc;
     scratch_layout(d, (int)bc, jb->scratch_mem + (size_t)worker * jb->scratch_bytes, &sc);
 
-    cpu_prep_q(p, b, h, i0, sc.x, sc.qp, sc.qsc);
+    cpu_q_fused fz = {sc.qp8, sc.qsc8, 0};
+    cpu_prep_q(p, b, h, i0, sc.x, sc.qp, sc.qsc, &fz);
     float m[L], l[L], alpha[L];
     int64_t lim[L], kend = nk;
     for (int r = 0; r < L; r++) {
@@ -98,7 +104,11 @@ static void attention_task(void *ctx, int64_t item, int worker)
     for (int64_t j0 = 0; j0 < kend; j0 += bc) {
         const int len = (int)(nk - j0 < bc ? nk - j0 : bc);
         const int nkeys = (len + 7) & ~7, blocks = (len + 31) / 32;
-        if (p->qk_int) {
+        if (fz.ok && hd->tile_ok[j0 / bc]) {
+            const cpu_qk_fused_args fa = {sc.qp8, sc.qsc8, hd->k8 + j0 * d, hd->kcorr8 + j0, hd->ksc8 + j0,
+                                          nkeys, (int)d, desc->scale, sc.s};
+            kern->qk_fused(&fa);
+        } else if (p->qk_int) {
             const cpu_qk_int_args qa = {sc.qp, sc.qsc, hd->k + j0 * d, hd->kcorr + j0 * dblk, hd->ksc + j0 * dblk,
                                         nkeys, (int)dblk, desc->scale, sc.s};
             kern->qk_int(&qa);
@@ -155,6 +165,10 @@ mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, const mxa_
     jb.bc = call->bc;
     p->nk_pad = (p->nk + call->bc - 1) / call->bc * call->bc;
     p->qk_int = (desc->quantize & MXA_QUANT_QK) != 0;
+    p->bc = call->bc;
+    /* MXA_CPU_FUSED=0 keeps the per-block kernel (to test both) */
+    const char *fused_env = mxa_env_string("MXA_CPU_FUSED");
+    p->fused = p->qk_int && kern->qk_fused && kern->quantize_fused && !(fused_env && strcmp(fused_env, "0") == 0);
     p->pv_int = (desc->quantize & MXA_QUANT_V) && (desc->quantize & MXA_QUANT_P);
     p->q = q;
     p->k = k;

@@ -120,6 +120,53 @@ static void cpu_avx512_quantize(const float *x, int nblk, cpu_rule rule, int off
     }
 }
 
+static unsigned cpu_avx512_quantize_fused(const float *x, int nblk, cpu_rule rule, int offset, uint32_t *packed,
+                                          float *smin, int32_t *sum)
+{
+    const __m512i absmask = _mm512_set1_epi32(0x7fffffff), zero = _mm512_setzero_si512();
+    __m512i e[8];
+    __m512i emin = _mm512_set1_epi32(127), emax = _mm512_set1_epi32(-127);
+    __mmask16 bad = 0;
+    for (int b = 0; b < nblk; b++) {
+        const float *xb = x + (size_t)b * 32 * CPU_LANES;
+        __m512i mx = zero;
+        for (int i = 0; i < 32; i++) mx = _mm512_max_epi32(mx, _mm512_and_si512(_mm512_loadu_si512(xb + i * CPU_LANES), absmask));
+        bad |= _mm512_cmpge_epi32_mask(mx, _mm512_set1_epi32(0x7f800000));
+        const __mmask16 live = _mm512_cmpneq_epi32_mask(mx, zero); /* all-zero blocks do not count */
+        e[b] = exponent512(mx, rule);
+        emin = _mm512_mask_min_epi32(emin, live, emin, e[b]);
+        emax = _mm512_mask_max_epi32(emax, live, emax, e[b]);
+    }
+    const __mmask16 none = _mm512_cmpgt_epi32_mask(emin, emax); /* every block zero */
+    emin = _mm512_mask_mov_epi32(emin, none, zero);
+    emax = _mm512_mask_mov_epi32(emax, none, zero);
+    __mmask16 ok = (__mmask16)~bad & _mm512_cmple_epi32_mask(_mm512_sub_epi32(emax, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT)) &
+                   _mm512_cmpge_epi32_mask(emin, _mm512_set1_epi32(-60)) & _mm512_cmple_epi32_mask(emin, _mm512_set1_epi32(60));
+    _mm512_storeu_ps(smin, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(emin)));
+    __m512i total = zero;
+    for (int b = 0; b < nblk; b++) {
+        const float *xb = x + (size_t)b * 32 * CPU_LANES;
+        const __m512 to_w = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_set1_epi32(1), e[b]));
+        /* shift 0 for all-zero blocks (their exponent was left out of emin) */
+        const __m512i sh = _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e[b], emin), _mm512_set1_epi32(CPU_FUSED_SHIFT)), zero);
+        for (int t = 0; t < CPU_WORDS; t++) {
+            __m512i word = zero;
+            for (int k = 0; k < 4; k++) {
+                const __m512i xv = _mm512_loadu_si512(xb + (4 * t + k) * CPU_LANES);
+                const __m512 a = _mm512_castsi512_ps(_mm512_and_si512(xv, absmask));
+                const __m512i d = _mm512_sllv_epi32(_mm512_cvtps_epi32(round2_512(_mm512_scalef_ps(a, to_w))), sh);
+                const __m512i sd = _mm512_mask_sub_epi32(d, _mm512_cmplt_epi32_mask(xv, zero), zero, d);
+                total = _mm512_add_epi32(total, sd);
+                const __m512i byte = _mm512_and_si512(_mm512_add_epi32(sd, _mm512_set1_epi32(offset)), _mm512_set1_epi32(0xff));
+                word = _mm512_or_si512(word, _mm512_sll_epi32(byte, _mm_cvtsi32_si128(8 * k)));
+            }
+            _mm512_storeu_si512(packed + (size_t)(b * CPU_WORDS + t) * CPU_LANES, word);
+        }
+    }
+    if (sum) _mm512_storeu_si512(sum, total);
+    return ok;
+}
+
 /* P^ of one 32-key block already holding P~ (p, [32][16]); adds the decoded
  * values to sum_h in key order. */
 static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b, __m512 mx, __m512 sum_h)
@@ -228,6 +275,27 @@ static void cpu_avx512_qk_int(const cpu_qk_int_args *a)
     }
 }
 
+static void cpu_avx512_qk_fused(const cpu_qk_fused_args *a)
+{
+    const int d = a->d;
+    const __m512 scale = _mm512_set1_ps(a->scale), qs = _mm512_loadu_ps(a->qsc);
+    for (int j = 0; j < a->nkeys; j += 8) {
+        __m512i acc[8];
+        for (int r = 0; r < 8; r++) acc[r] = _mm512_set1_epi32(a->kcorr[j + r]);
+        for (int b = 0; b < d / 32; b++) /* blocks of 8 words: the inner loop unrolls */
+            for (int t = 0; t < CPU_WORDS; t++) {
+                const __m512i q = _mm512_loadu_si512(a->qp + (size_t)(b * CPU_WORDS + t) * CPU_LANES);
+                const int8_t *k = a->k + (size_t)j * d + b * 32 + 4 * t;
+                for (int r = 0; r < 8; r++) acc[r] = _mm512_dpbusd_epi32(acc[r], q, bcast_word(k + r * d));
+            }
+        for (int r = 0; r < 8; r++) {
+            const __m512 sc = _mm512_mul_ps(qs, _mm512_set1_ps(a->ksc[j + r]));
+            const __m512 dot = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r]), sc); /* exact */
+            _mm512_storeu_ps(a->s + (j + r) * CPU_LANES, _mm512_mul_ps(dot, scale));
+        }
+    }
+}
+
 /* Eight output columns at a time, their block sums kept in registers over
  * the tile's blocks; then acc = alpha * acc + pv, in the reference's order. */
 static void cpu_avx512_pv_int(const cpu_pv_int_args *a)
@@ -291,6 +359,8 @@ const cpu_kernels cpu_kernels_avx512 = {
     .quantize = cpu_avx512_quantize,
     .rotate = cpu_avx512_rotate,
     .qk_int = cpu_avx512_qk_int,
+    .qk_fused = cpu_avx512_qk_fused,
+    .quantize_fused = cpu_avx512_quantize_fused,
     .qk_f32 = cpu_avx512_qk_f32,
     .softmax = cpu_avx512_softmax,
     .pv_int = cpu_avx512_pv_int,

@@ -19,6 +19,8 @@
 #define CPU_LANES 16
 #define CPU_WORDS 8       /* 32-bit words per 32-element block */
 #define CPU_Q_OFFSET 12   /* Q codes + 12 are unsigned: u8 x s8 dot products */
+#define CPU_FUSED_SHIFT 3  /* codes << 3 still fit a byte: |12 << 3| = 96 */
+#define CPU_FUSED_OFFSET 96
 
 /* A shared-exponent rule as integer thresholds on the fraction of the block
  * maximum (SPEC §1): e = E - 2 + [f > up] - [f <= down]. */
@@ -62,6 +64,22 @@ typedef struct cpu_qk_int_args {
     float *s; /* [nkeys][16] */
 } cpu_qk_int_args;
 
+/* S = Q^ K^T in one integer dot product over all of D. Valid when, in every
+ * row and key, the block exponents span at most CPU_FUSED_SHIFT: codes are
+ * pre-shifted to the smallest one, so the whole sum is an exact integer
+ * (< 2^24) times one power of two, which is also what the reference's fp32
+ * sum of exact block products comes to. */
+typedef struct cpu_qk_fused_args {
+    const uint32_t *qp;   /* [dblk][8][16] (code << shift) + 96 */
+    const float *qsc;     /* [16] 2^(smallest eq) */
+    const int8_t *k;      /* [nkeys][d] code << shift */
+    const int32_t *kcorr; /* [nkeys] -96 * sum of the row's shifted codes */
+    const float *ksc;     /* [nkeys] 2^(smallest ek - 2) */
+    int nkeys, d;
+    float scale;
+    float *s;
+} cpu_qk_fused_args;
+
 /* acc = alpha * acc + P^ V^ over `blocks` 32-key blocks. */
 typedef struct cpu_pv_int_args {
     const uint32_t *pp; /* [blocks][8][16] */
@@ -83,6 +101,14 @@ typedef struct cpu_kernels {
     /* Walsh-Hadamard rotation of x [d][16] along d (SPEC §2 step 1 order). */
     void (*rotate)(float *x, int d);
     void (*qk_int)(const cpu_qk_int_args *a);
+    void (*qk_fused)(const cpu_qk_fused_args *a); /* NULL: not on this path */
+    /* Quantizes x [nblk*32][16] like `quantize`, then shifts each lane's codes
+     * to its smallest non-zero block exponent: packed words of (code << shift)
+     * + offset, smin [16] = 2^(smallest e), sum [16] of the shifted codes (may
+     * be NULL). Returns the mask of lanes where that is exact (span <= 3, no
+     * NaN block, smallest e in [-60, 60]); the other lanes' outputs are junk. */
+    unsigned (*quantize_fused)(const float *x, int nblk, cpu_rule rule, int offset, uint32_t *packed, float *smin,
+                               int32_t *sum);
     /* s [nkeys][16] = scale * qt^T k^T; qt [d][16], k [nkeys][d]; nkeys % 8 == 0. */
     void (*qk_f32)(const float *qt, const float *k, int nkeys, int d, float scale, float *s);
     void (*softmax)(const cpu_softmax_args *a);

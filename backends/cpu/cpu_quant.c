@@ -50,6 +50,16 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
     }
     const cpu_quant_out out = {packed, scale, NULL, NULL, NULL, sum};
     p->kern->quantize(x, (int)dblk, p->rule, 0, &out);
+    if (p->fused) {
+        float smin[L];
+        const unsigned ok = p->kern->quantize_fused(x, (int)dblk, p->rule, 0, packed, smin, sum);
+        for (int l = 0; l < L; l++) {
+            for (int w = 0; w < d / 4; w++) put_word(hd->k8 + (j0 + l) * d + 4 * w, packed[w * L + l]);
+            hd->kok[j0 + l] = (uint8_t)((ok >> l) & 1);
+            hd->kcorr8[j0 + l] = -CPU_FUSED_OFFSET * sum[l];
+            hd->ksc8[j0 + l] = smin[l] * 0.25f;
+        }
+    }
     for (int64_t b = 0; b < dblk; b++)
         for (int l = 0; l < L; l++) {
             for (int t = 0; t < CPU_WORDS; t++)
@@ -106,7 +116,8 @@ mxa_status cpu_prep_kv(cpu_prep *p, cpu_pool *pool)
     const int64_t nheads = p->b * p->hkv, d = p->d, np = p->nk_pad, dblk = d / 32;
     const size_t k_bytes = p->qk_int ? (size_t)(np * d + np * dblk * 8) : (size_t)(np * d * 4);
     const size_t v_bytes = p->pv_int ? (size_t)(np * d + d * (np / 32) * 4) : (size_t)(np * d * 4);
-    const size_t per_head = (k_bytes + v_bytes + 255) & ~(size_t)63;
+    const size_t f_bytes = p->fused ? (size_t)(np * d + np * 9 + np / 32) : 0;
+    const size_t per_head = (k_bytes + v_bytes + f_bytes + 255) & ~(size_t)63;
     p->heads = calloc((size_t)nheads, sizeof *p->heads);
     p->arena = malloc((size_t)nheads * per_head);
     if (!p->heads || !p->arena) {
@@ -131,8 +142,23 @@ mxa_status cpu_prep_kv(cpu_prep *p, cpu_pool *pool)
         } else {
             hd->vf = (float *)base;
         }
+        base += v_bytes;
+        if (p->fused) {
+            hd->ksc8 = (float *)base;
+            hd->kcorr8 = (int32_t *)(base + np * 4);
+            hd->k8 = (int8_t *)(base + np * 8);
+            hd->kok = (uint8_t *)(base + np * 8 + np * d);
+            hd->tile_ok = hd->kok + np;
+        }
     }
     cpu_pool_run(pool, nheads * (np / 32), prep_task, p);
+    if (p->fused) /* after the parallel part: a tile's keys come from several tasks */
+        for (int64_t i = 0; i < nheads; i++)
+            for (int64_t t = 0; t < np / p->bc; t++) {
+                uint8_t ok = 1;
+                for (int64_t j = t * p->bc; j < (t + 1) * p->bc; j++) ok &= p->heads[i].kok[j];
+                p->heads[i].tile_ok[t] = ok;
+            }
     return MXA_OK;
 }
 
@@ -144,7 +170,8 @@ void cpu_prep_free(cpu_prep *p)
     p->arena = NULL;
 }
 
-void cpu_prep_q(const cpu_prep *p, int64_t b, int64_t h, int64_t i0, float *x, uint32_t *qp, float *qsc)
+void cpu_prep_q(const cpu_prep *p, int64_t b, int64_t h, int64_t i0, float *x, uint32_t *qp, float *qsc,
+                cpu_q_fused *fz)
 {
     const int64_t d = p->d;
     const float *q = p->q + (b * p->h + h) * p->nq * d;
@@ -155,6 +182,7 @@ void cpu_prep_q(const cpu_prep *p, int64_t b, int64_t h, int64_t i0, float *x, u
         const cpu_quant_out out = {qp, qsc, NULL, NULL, NULL, NULL};
         p->kern->quantize(x, (int)(d / 32), p->rule, CPU_Q_OFFSET, &out);
     }
+    fz->ok = p->fused && p->kern->quantize_fused(x, (int)(d / 32), p->rule, CPU_FUSED_OFFSET, fz->qp8, fz->qsc8, NULL) == 0xffffu;
 }
 
 /* ----------------------------------------------------------- mxa_quantize */

@@ -19,6 +19,11 @@ typedef struct cpu_head_kv {
     int8_t *vt;     /* PV int: [d][nk_pad] doubled codes, blocks along keys */
     float *vsc;     /* PV int: [d][nk_pad / 32] 2^(e - 2) */
     float *vf;      /* PV fp32: [nk_pad][d] V, or the decoded V^ */
+    int8_t *k8;       /* QK fused: [nk_pad][d] codes << (e_b - smallest e) */
+    int32_t *kcorr8;  /* QK fused: [nk_pad] -96 * sum of the shifted codes */
+    float *ksc8;      /* QK fused: [nk_pad] 2^(smallest e - 2) */
+    uint8_t *kok;     /* QK fused: [nk_pad] 1 if the key's exponents allow it */
+    uint8_t *tile_ok; /* QK fused: [nk_pad / bc] 1 if every key of the tile does */
 } cpu_head_kv;
 
 /* Everything the attention pass reads that does not depend on the query. */
@@ -28,6 +33,7 @@ typedef struct cpu_prep {
     cpu_rule rule;
     int64_t b, h, hkv, nq, nk, d, nk_pad;
     int qk_int, pv_int;
+    int fused, bc; /* fused: the QK fused kernel may run (AVX-512, MXA_CPU_FUSED != 0) */
     const float *q, *k, *v;
     cpu_head_kv *heads; /* b * hkv */
     void *arena;
@@ -37,9 +43,19 @@ typedef struct cpu_prep {
 mxa_status cpu_prep_kv(cpu_prep *prep, cpu_pool *pool);
 void cpu_prep_free(cpu_prep *prep);
 
+/* The fused form of a Q tile: qp8 [d/4][16] words, qsc8 [16]. `ok` is 0
+ * when some row cannot use it. */
+typedef struct cpu_q_fused {
+    uint32_t *qp8;
+    float *qsc8;
+    int ok;
+} cpu_q_fused;
+
 /* Loads, rotates and quantizes the 16 query rows [i0, i0 + 16) of head
- * (b, h): into qp/qsc (int path) or x itself ([d][16], fp32 path). */
-void cpu_prep_q(const cpu_prep *prep, int64_t b, int64_t h, int64_t i0, float *x, uint32_t *qp, float *qsc);
+ * (b, h): into qp/qsc (int path) or x itself ([d][16], fp32 path), and into
+ * `fz` when prep->fused. */
+void cpu_prep_q(const cpu_prep *prep, int64_t b, int64_t h, int64_t i0, float *x, uint32_t *qp, float *qsc,
+                cpu_q_fused *fz);
 
 /* mxa_quantize: rows x d of x into packed codes and scale bytes. */
 mxa_status cpu_quantize_rows(const cpu_kernels *kern, cpu_pool *pool, const float *x, int64_t rows, int64_t d,
