@@ -251,10 +251,12 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         }
         /* ---- scale (log2 units unless MXA_EXACT_EXP), mask, row maxima */
         float mx[2] = {-INFINITY, -INFINITY};
+#ifdef MXA_EXACT_EXP
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
 #pragma unroll
             for (int i = 0; i < 4; i++) s[nt][i] *= score_scale;
+#endif
         /* masks only where a tile crosses the end of the keys or the causal diagonal */
         if (j0 + MXA_BC > nk || (causal && j0 + MXA_BC - 1 > row0 + nk - nq)) {
 #pragma unroll
@@ -272,7 +274,11 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         float mnew[2], msub[2], alpha[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
+#ifdef MXA_EXACT_EXP
             mnew[r] = fmax(m[r], quad_max(mx[r]));
+#else /* scores are scaled inside the exp's fma; max(s) x scale = max(s x scale) (scale > 0) */
+            mnew[r] = fmax(m[r], quad_max(mx[r]) * score_scale);
+#endif
             msub[r] = mnew[r] == -INFINITY ? 0.0f : mnew[r]; /* all masked so far: exp(-inf - 0) = 0 */
             alpha[r] = mnew[r] == -INFINITY ? 1.0f : EXPS(m[r] - mnew[r]);
         }
@@ -289,7 +295,11 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
             for (int n4 = 0; n4 < 4; n4++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
+#ifdef MXA_EXACT_EXP
                     const float p = EXPS(s[kb * 4 + n4][i] - msub[i >> 1]);
+#else
+                    const float p = EXPS(fma(s[kb * 4 + n4][i], score_scale, -msub[i >> 1]));
+#endif
                     s[kb * 4 + n4][i] = p;
                     bm[i >> 1] = fmax(bm[i >> 1], p);
 #if !MXA_PNQ
@@ -312,7 +322,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
                 fp[kb][r] = pow2m1(e);
                 nbp[kb][r] = -BIAS * fp[kb][r];
             }
-            uint tws[2] = {0u, 0u}, tw[4][4]; /* [n4][i] */
+            uint tw[4][4]; /* [n4][i] */
 #pragma unroll
             for (int n4 = 0; n4 < 4; n4++)
 #pragma unroll
@@ -324,20 +334,25 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
                     const uint sh = lo ? 0u : (mid ? 1u : 2u);
                     const uint n = as_uint(fma(p, k, BIAS)) & 0xffu;
                     tw[n4][i] = min(n << sh, 12u);
-                    tws[r] += tw[n4][i];
                 }
             /* reg 0/2: row g, reg 1/3: row g + 8; n-tiles 0,1 then 2,3 of the block */
             pa[kb][0] = tw[0][0] | tw[0][1] << 8 | tw[1][0] << 16 | tw[1][1] << 24;
             pa[kb][1] = tw[0][2] | tw[0][3] << 8 | tw[1][2] << 16 | tw[1][3] << 24;
             pa[kb][2] = tw[2][0] | tw[2][1] << 8 | tw[3][0] << 16 | tw[3][1] << 24;
             pa[kb][3] = tw[2][2] | tw[2][3] << 8 | tw[3][2] << 16 | tw[3][3] << 24;
-#pragma unroll
-            for (int r = 0; r < 2; r++) sum_h[r] += (float)tws[r] * fp[kb][r];
+#if MXA_PNQ
+            /* the row sums of P^ (twice-codes) from one more mma against ones:
+             * whole rows, the same in the 4 lanes of a quad */
+            float ones[4];
+            mma16832(ones, pa[kb], (uint2)(0x01010101u, 0x01010101u));
+            sum_h[0] = fma(ones[0] - BIAS, fp[kb][0], sum_h[0]);
+            sum_h[1] = fma(ones[2] - BIAS, fp[kb][1], sum_h[1]);
+#endif
         }
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             if (mnew[r] == -INFINITY) continue; /* nothing visible yet: state unchanged (P is 0) */
-            /* per-lane partial row sums; the quad adds them at the end (same alpha for all) */
+            /* direct: per-lane partial row sums, added over the quad at the end (same alpha for all) */
 #if MXA_PNQ
             l[r] = alpha[r] * l[r] + sum_h[r];
 #else
@@ -346,12 +361,14 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
             m[r] = mnew[r];
         }
         /* ---- O = alpha O + P^ V^ */
+        if (alpha[0] != 1.0f || alpha[1] != 1.0f) { /* once the maxima settle, most tiles skip this */
 #pragma unroll
-        for (int ct = 0; ct < CT; ct++) {
-            acc[ct][0] *= alpha[0];
-            acc[ct][1] *= alpha[0];
-            acc[ct][2] *= alpha[1];
-            acc[ct][3] *= alpha[1];
+            for (int ct = 0; ct < CT; ct++) {
+                acc[ct][0] *= alpha[0];
+                acc[ct][1] *= alpha[0];
+                acc[ct][2] *= alpha[1];
+                acc[ct][3] *= alpha[1];
+            }
         }
 #pragma unroll
         for (int kb = 0; kb < NKB; kb++)
@@ -367,7 +384,11 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
             }
     }
     /* ---- O = O~ / l; rows that saw no key give 0 and LSE = -inf */
+#if MXA_PNQ
+    const float lt[2] = {l[0], l[1]};
+#else
     const float lt[2] = {quad_sum(l[0]), quad_sum(l[1])};
+#endif
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = r ? rb : ra;
