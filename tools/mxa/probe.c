@@ -65,6 +65,7 @@ static const struct {
     {"MXA_KERNEL", "force a kernel variant by name (ignored with a note where the device cannot run it)"},
     {"MXA_CPU_ISA", "the CPU kernels' instruction set: portable, avx2, avx512"},
     {"MXA_NUM_THREADS", "CPU worker threads (default: the online CPUs)"},
+    {"MXA_CPU_FUSED", "0: the CPU's per-block QK kernel instead of the fused AVX-512 one"},
     {"MXA_CACHE_DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/mxa, else ~/.cache/mxa)"},
     {"MXA_LOG", "log level: error, warn (default), info, debug"},
 };
@@ -141,8 +142,8 @@ static int what_if_all(const mxa_device_info *devs, int nd, what_if *out, int ma
         const conform_switch *sw = &conform_switches[s];
         int present = 0;
         for (int i = 0; i < nd; i++) present |= strcmp(devs[i].backend, sw->backend) == 0;
-        /* MXA_NUM_THREADS changes no choice; it is described, not probed */
-        if (!present || strcmp(sw->env.name, "MXA_NUM_THREADS") == 0) continue;
+        /* MXA_NUM_THREADS, MXA_CPU_FUSED change no choice: described, not probed */
+        if (!present || sw->policy == CONFORM_SW_ALWAYS) continue;
         n += what_if_switch(sw->env.name, sw->env.value, sw->backend, devs, nd, out + n, max - n);
     }
     return n;
