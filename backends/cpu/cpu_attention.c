@@ -28,7 +28,7 @@ typedef struct scratch {
     float *acc;    /* [d][16] */
     float *pv;     /* [d][16] */
     uint32_t *qp8; /* [d/4][16] fused Q */
-    float *qsc8;   /* [16] */
+    float *qsc8;   /* [16] fused Q scale, then [16] fused P^ scale */
 } scratch;
 
 typedef struct job {
@@ -49,7 +49,7 @@ static size_t scratch_layout(int64_t d, int bc, char *base, scratch *s)
 {
     const size_t sizes[10] = {(size_t)d * L * 4, (size_t)d / 32 * CPU_WORDS * L * 4, (size_t)d / 32 * L * 4,
                               (size_t)bc * L * 4, (size_t)bc / 32 * CPU_WORDS * L * 4, (size_t)bc / 32 * L * 4,
-                              (size_t)d * L * 4, (size_t)d * L * 4, (size_t)d * L, L * 4};
+                              (size_t)d * L * 4, (size_t)d * L * 4, (size_t)d * L, 2 * L * 4};
     void *parts[10];
     size_t off = 0;
     for (int i = 0; i < 10; i++) {
@@ -120,10 +120,16 @@ static void attention_task(void *ctx, int64_t item, int worker)
             const int64_t v = lim[r] - j0;
             rel[r] = v < -1 ? -1 : (v > bc ? (int32_t)bc : (int32_t)v);
         }
+        int fused_p = 0;
         const cpu_softmax_args sa = {sc.s, len, rel, m, l, alpha, (desc->quantize & MXA_QUANT_P) != 0,
-                                     desc->placement == MXA_PLACEMENT_PNQ, !p->pv_int, p->rule, sc.pp, sc.psc};
+                                     desc->placement == MXA_PLACEMENT_PNQ, !p->pv_int, p->rule, sc.pp, sc.psc,
+                                     p->pv_fused && hd->vtile_ok[j0 / bc], sc.qsc8 + L, &fused_p};
         kern->softmax(&sa);
-        if (p->pv_int) {
+        if (fused_p) {
+            const cpu_pv_fused_args fa = {sc.pp, sc.qsc8 + L, hd->vt8 + j0, p->nk_pad, hd->vsc8 + j0 / bc,
+                                          p->nk_pad / bc, blocks * CPU_WORDS, (int)d, alpha, sc.acc};
+            kern->pv_fused(&fa);
+        } else if (p->pv_int) {
             const cpu_pv_int_args pa = {sc.pp, sc.psc, hd->vt + j0, p->nk_pad, hd->vsc + j0 / 32, p->nk_pad / 32,
                                         blocks, (int)d, alpha, sc.acc, sc.pv};
             kern->pv_int(&pa);
@@ -165,11 +171,13 @@ mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, const mxa_
     jb.bc = call->bc;
     p->nk_pad = (p->nk + call->bc - 1) / call->bc * call->bc;
     p->qk_int = (desc->quantize & MXA_QUANT_QK) != 0;
+    p->pv_int = (desc->quantize & MXA_QUANT_V) && (desc->quantize & MXA_QUANT_P);
     p->bc = call->bc;
     /* MXA_CPU_FUSED=0 keeps the per-block kernel (to test both) */
     const char *fused_env = mxa_env_string("MXA_CPU_FUSED");
+    const int fused_on = !(fused_env && strcmp(fused_env, "0") == 0);
+    p->pv_fused = fused_on && p->pv_int && kern->pv_fused && kern->quantize_fused && call->bc <= CPU_FUSED_MAX_BC;
     p->fused = p->qk_int && kern->qk_fused && kern->quantize_fused && !(fused_env && strcmp(fused_env, "0") == 0);
-    p->pv_int = (desc->quantize & MXA_QUANT_V) && (desc->quantize & MXA_QUANT_P);
     p->q = q;
     p->k = k;
     p->v = v;

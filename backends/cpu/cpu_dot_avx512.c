@@ -169,9 +169,14 @@ static unsigned cpu_avx512_quantize_fused(const float *x, int nblk, cpu_rule rul
 
 /* P^ of one 32-key block already holding P~ (p, [32][16]); adds the decoded
  * values to sum_h in key order. */
-static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b, __m512 mx, __m512 sum_h)
+static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b, __m512 mx, __m512 sum_h,
+                                      __m512i emin, int fused)
 {
     const __m512i e = exponent512(_mm512_castps_si512(mx), a->rule);
+    /* fused: codes << (e - emin), clamped for all-zero blocks (whose exponent does not count) */
+    const __m512i sh = fused ? _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT)),
+                                                _mm512_setzero_si512())
+                             : _mm512_setzero_si512();
     const __m512 to_w = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_set1_epi32(1), e));
     const __m512 half = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(1))));
     _mm512_storeu_ps(a->psc + b * CPU_LANES, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(e)));
@@ -181,7 +186,7 @@ static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b
         for (int k = 0; k < 4; k++) {
             float *row = p + (4 * t + k) * CPU_LANES;
             const __m512 w = round2_512(_mm512_scalef_ps(_mm512_loadu_ps(row), to_w));
-            const __m512i d = _mm512_cvtps_epi32(w);
+            const __m512i d = _mm512_sllv_epi32(_mm512_cvtps_epi32(w), sh);
             word = _mm512_or_si512(word, _mm512_sll_epi32(d, _mm_cvtsi32_si128(8 * k)));
             const __m512 dec = _mm512_mul_ps(w, half);
             sum_h = _mm512_add_ps(sum_h, dec);
@@ -216,6 +221,8 @@ static void cpu_avx512_softmax(const cpu_softmax_args *a)
     if (live != 0xffff) masked = 1;
     __m512 sum_t = zero, sum_h = zero;
     const int need_t = !a->quant_p || !a->pnq; /* P~'s row sum: direct placement, or P unquantized */
+    __m512i mxs[4096 / 32];
+    /* pass 1: P~ of every block (and its maximum), in key order */
     for (int b = 0; b < blocks; b++) {
         float *p = a->s + (size_t)b * 32 * CPU_LANES;
         const int n = len - b * 32 < 32 ? len - b * 32 : 32;
@@ -231,7 +238,35 @@ static void cpu_avx512_softmax(const cpu_softmax_args *a)
             if (need_t) sum_t = _mm512_add_ps(sum_t, e);
             mx = _mm512_max_epi32(mx, _mm512_castps_si512(e));
         }
-        if (!a->quant_p) continue;
+        mxs[b] = mx;
+    }
+    /* the fused form needs every row's non-zero block exponents within CPU_FUSED_SHIFT */
+    int fused = 0;
+    __m512i emin = _mm512_set1_epi32(127);
+    if (a->quant_p && a->fuse) {
+        __m512i emax = _mm512_set1_epi32(-127);
+        __mmask16 bad = 0;
+        for (int b = 0; b < blocks; b++) {
+            bad |= _mm512_cmpge_epi32_mask(mxs[b], _mm512_set1_epi32(0x7f800000));
+            const __mmask16 nz = _mm512_cmpneq_epi32_mask(mxs[b], _mm512_setzero_si512());
+            const __m512i e = exponent512(mxs[b], a->rule);
+            emin = _mm512_mask_min_epi32(emin, nz, emin, e);
+            emax = _mm512_mask_max_epi32(emax, nz, emax, e);
+        }
+        const __mmask16 none = _mm512_cmpgt_epi32_mask(emin, emax);
+        emin = _mm512_mask_mov_epi32(emin, none, _mm512_setzero_si512());
+        emax = _mm512_mask_mov_epi32(emax, none, _mm512_setzero_si512());
+        const __mmask16 ok = (__mmask16)~bad &
+                             _mm512_cmple_epi32_mask(_mm512_sub_epi32(emax, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT)) &
+                             _mm512_cmpge_epi32_mask(emin, _mm512_set1_epi32(-60));
+        fused = ok == 0xffff;
+        if (fused) _mm512_storeu_ps(a->psc8, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(emin)));
+    }
+    if (a->fused) *a->fused = fused;
+    /* pass 2: P^ codes and the row sum of the decoded values, in key order */
+    for (int b = 0; b < blocks && a->quant_p; b++) {
+        float *p = a->s + (size_t)b * 32 * CPU_LANES;
+        const __m512i mx = mxs[b];
         if (_mm512_cmpge_epi32_mask(mx, _mm512_set1_epi32(0x7f800000))) { /* NaN scores (allow_non_finite): the lane-wise code handles NaN blocks */
             float dec[32 * CPU_LANES];
             const cpu_quant_out q = {a->pp + (size_t)b * CPU_WORDS * CPU_LANES, a->psc + b * CPU_LANES, dec,
@@ -241,7 +276,7 @@ static void cpu_avx512_softmax(const cpu_softmax_args *a)
             if (a->want_float) memcpy(p, dec, sizeof dec);
             continue;
         }
-        sum_h = quantize_p_block(a, p, b, _mm512_castsi512_ps(mx), sum_h);
+        sum_h = quantize_p_block(a, p, b, _mm512_castsi512_ps(mx), sum_h, emin, fused);
     }
     if (!a->quant_p) sum_h = sum_t;
     const __m512 add = (a->pnq || !a->quant_p) ? sum_h : sum_t;
@@ -326,6 +361,28 @@ static void cpu_avx512_pv_int(const cpu_pv_int_args *a)
     }
 }
 
+static void cpu_avx512_pv_fused(const cpu_pv_fused_args *a)
+{
+    const __m512 alpha = _mm512_loadu_ps(a->alpha), ps = _mm512_loadu_ps(a->psc8);
+    for (int c = 0; c < a->d; c += 8) {
+        __m512i acc[8];
+        for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_si512();
+        const int8_t *v = a->vt + c * a->vt_stride;
+        for (int b = 0; b < a->words / CPU_WORDS; b++) /* blocks of 8 words: the inner loop unrolls */
+            for (int t = 0; t < CPU_WORDS; t++) {
+                const int w = b * CPU_WORDS + t;
+                const __m512i p = _mm512_loadu_si512(a->pp + (size_t)w * CPU_LANES);
+                for (int r = 0; r < 8; r++) acc[r] = _mm512_dpbusd_epi32(acc[r], p, bcast_word(v + r * a->vt_stride + 4 * w));
+            }
+        for (int r = 0; r < 8; r++) {
+            float *o = a->acc + (c + r) * CPU_LANES;
+            const __m512 sc = _mm512_mul_ps(ps, _mm512_set1_ps(a->vsc[(c + r) * a->vsc_stride]));
+            const __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r]), sc); /* exact */
+            _mm512_storeu_ps(o, _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_loadu_ps(o)), pv));
+        }
+    }
+}
+
 static void cpu_avx512_qk_f32(const float *qt, const float *k, int nkeys, int d, float scale, float *s)
 {
     for (int j = 0; j < nkeys; j += 8) {
@@ -364,5 +421,6 @@ const cpu_kernels cpu_kernels_avx512 = {
     .qk_f32 = cpu_avx512_qk_f32,
     .softmax = cpu_avx512_softmax,
     .pv_int = cpu_avx512_pv_int,
+    .pv_fused = cpu_avx512_pv_fused,
     .pv_f32 = cpu_avx512_pv_f32,
 };

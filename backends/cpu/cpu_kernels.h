@@ -21,6 +21,7 @@
 #define CPU_Q_OFFSET 12   /* Q codes + 12 are unsigned: u8 x s8 dot products */
 #define CPU_FUSED_SHIFT 3  /* codes << 3 still fit a byte: |12 << 3| = 96 */
 #define CPU_FUSED_OFFSET 96
+#define CPU_FUSED_MAX_BC 256 /* 256 keys * 96 * 96 < 2^24 */
 
 /* A shared-exponent rule as integer thresholds on the fraction of the block
  * maximum (SPEC §1): e = E - 2 + [f > up] - [f <= down]. */
@@ -50,6 +51,9 @@ typedef struct cpu_softmax_args {
     cpu_rule rule;
     uint32_t *pp; /* [blocks][8][16] P^ codes when quant_p */
     float *psc;   /* [blocks][16] 2^e of each P^ block when quant_p */
+    int fuse;     /* try the fused form: pp shifted to each row's smallest exponent */
+    float *psc8;  /* [16] 2^(smallest e) when *fused is set */
+    int *fused;   /* out: 1 if pp holds the fused form */
 } cpu_softmax_args;
 
 /* S = Q^ K^T for 16 query rows and `nkeys` keys (a multiple of 8). */
@@ -94,6 +98,21 @@ typedef struct cpu_pv_int_args {
     float *pv;  /* [d][16] scratch */
 } cpu_pv_int_args;
 
+/* acc = alpha * acc + P^ V^ as one integer dot per (row, column) over the
+ * tile: P^ and V^ codes pre-shifted as in cpu_qk_fused_args (|sum| < 2^24
+ * for tiles of <= 256 keys). */
+typedef struct cpu_pv_fused_args {
+    const uint32_t *pp; /* [words][16] */
+    const float *psc8;  /* [16] */
+    const int8_t *vt;   /* column c at vt + c * vt_stride, tile start */
+    int64_t vt_stride;
+    const float *vsc;   /* column c at vsc[c * vsc_stride]: 2^(smallest ev - 2) */
+    int64_t vsc_stride;
+    int words, d;
+    const float *alpha;
+    float *acc;
+} cpu_pv_fused_args;
+
 typedef struct cpu_kernels {
     const char *name;
     /* Quantizes x [nblk*32][16] along its first axis, lanes independent. */
@@ -102,6 +121,7 @@ typedef struct cpu_kernels {
     void (*rotate)(float *x, int d);
     void (*qk_int)(const cpu_qk_int_args *a);
     void (*qk_fused)(const cpu_qk_fused_args *a); /* NULL: not on this path */
+    void (*pv_fused)(const cpu_pv_fused_args *a); /* NULL: not on this path */
     /* Quantizes x [nblk*32][16] like `quantize`, then shifts each lane's codes
      * to its smallest non-zero block exponent: packed words of (code << shift)
      * + offset, smin [16] = 2^(smallest e), sum [16] of the shifted codes (may

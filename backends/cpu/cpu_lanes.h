@@ -186,6 +186,7 @@ static void CPU_FN(softmax)(const cpu_softmax_args *a)
         a->l[l] = a->alpha[l] * a->l[l] + (use_hat ? sum_h[l] : sum_t[l]);
         a->m[l] = mnew[l];
     }
+    if (a->fused) *a->fused = 0; /* no fused kernels on this path */
 }
 #endif
 

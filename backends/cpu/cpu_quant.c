@@ -99,6 +99,30 @@ static void prep_v32(const cpu_prep *p, const float *v, cpu_head_kv *hd, int64_t
     }
 }
 
+/* The fused V^ of key tile t: per column, codes shifted to the column's
+ * smallest non-zero block exponent within the tile. */
+static void prep_v_fused(void *ctx, int64_t item, int worker)
+{
+    (void)worker;
+    const cpu_prep *p = ctx;
+    const int64_t tiles = p->nk_pad / p->bc, head = item / tiles, t = item % tiles, j0 = t * p->bc, d = p->d;
+    const float *v = p->v + head * p->nk * d;
+    cpu_head_kv *hd = &p->heads[head];
+    float x[CPU_FUSED_MAX_BC * L], smin[L];
+    uint32_t packed[CPU_FUSED_MAX_BC / 4 * L];
+    uint8_t ok = 1;
+    for (int64_t c0 = 0; c0 < d; c0 += L) {
+        for (int i = 0; i < p->bc; i++)
+            for (int l = 0; l < L; l++) x[i * L + l] = j0 + i < p->nk ? v[(j0 + i) * d + c0 + l] : 0.0f;
+        ok &= p->kern->quantize_fused(x, p->bc / 32, p->rule, 0, packed, smin, NULL) == 0xffffu;
+        for (int l = 0; l < L; l++) {
+            for (int w = 0; w < p->bc / 4; w++) put_word(hd->vt8 + (c0 + l) * p->nk_pad + j0 + 4 * w, packed[w * L + l]);
+            hd->vsc8[(c0 + l) * tiles + t] = smin[l] * 0.25f;
+        }
+    }
+    hd->vtile_ok[t] = ok;
+}
+
 static void prep_task(void *ctx, int64_t item, int worker)
 {
     (void)worker;
@@ -117,7 +141,8 @@ mxa_status cpu_prep_kv(cpu_prep *p, cpu_pool *pool)
     const size_t k_bytes = p->qk_int ? (size_t)(np * d + np * dblk * 8) : (size_t)(np * d * 4);
     const size_t v_bytes = p->pv_int ? (size_t)(np * d + d * (np / 32) * 4) : (size_t)(np * d * 4);
     const size_t f_bytes = p->fused ? (size_t)(np * d + np * 9 + np / 32) : 0;
-    const size_t per_head = (k_bytes + v_bytes + f_bytes + 255) & ~(size_t)63;
+    const size_t g_bytes = p->pv_fused ? (size_t)(np * d + d * (np / p->bc) * 4 + np / p->bc) : 0;
+    const size_t per_head = (k_bytes + v_bytes + f_bytes + g_bytes + 255) & ~(size_t)63;
     p->heads = calloc((size_t)nheads, sizeof *p->heads);
     p->arena = malloc((size_t)nheads * per_head);
     if (!p->heads || !p->arena) {
@@ -150,8 +175,15 @@ mxa_status cpu_prep_kv(cpu_prep *p, cpu_pool *pool)
             hd->kok = (uint8_t *)(base + np * 8 + np * d);
             hd->tile_ok = hd->kok + np;
         }
+        base += f_bytes;
+        if (p->pv_fused) {
+            hd->vsc8 = (float *)base;
+            hd->vt8 = (int8_t *)(base + d * (np / p->bc) * 4);
+            hd->vtile_ok = (uint8_t *)(base + d * (np / p->bc) * 4 + np * d);
+        }
     }
     cpu_pool_run(pool, nheads * (np / 32), prep_task, p);
+    if (p->pv_fused) cpu_pool_run(pool, nheads * (np / p->bc), prep_v_fused, p);
     if (p->fused) /* after the parallel part: a tile's keys come from several tasks */
         for (int64_t i = 0; i < nheads; i++)
             for (int64_t t = 0; t < np / p->bc; t++) {

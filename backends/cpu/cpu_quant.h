@@ -24,6 +24,9 @@ typedef struct cpu_head_kv {
     float *ksc8;      /* QK fused: [nk_pad] 2^(smallest e - 2) */
     uint8_t *kok;     /* QK fused: [nk_pad] 1 if the key's exponents allow it */
     uint8_t *tile_ok; /* QK fused: [nk_pad / bc] 1 if every key of the tile does */
+    int8_t *vt8;      /* PV fused: [d][nk_pad] codes << (e_b - the column's smallest e in the tile) */
+    float *vsc8;      /* PV fused: [d][nk_pad / bc] 2^(smallest e - 2) */
+    uint8_t *vtile_ok; /* PV fused: [nk_pad / bc] 1 if every column of the tile allows it */
 } cpu_head_kv;
 
 /* Everything the attention pass reads that does not depend on the query. */
@@ -33,7 +36,8 @@ typedef struct cpu_prep {
     cpu_rule rule;
     int64_t b, h, hkv, nq, nk, d, nk_pad;
     int qk_int, pv_int;
-    int fused, bc; /* fused: the QK fused kernel may run (AVX-512, MXA_CPU_FUSED != 0) */
+    int fused, bc;  /* fused: the QK fused kernel may run (AVX-512, MXA_CPU_FUSED != 0) */
+    int pv_fused;   /* the PV fused kernel may run (also Bc <= CPU_FUSED_MAX_BC) */
     const float *q, *k, *v;
     cpu_head_kv *heads; /* b * hkv */
     void *arena;
