@@ -251,12 +251,12 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         }
         /* ---- scale (log2 units unless MXA_EXACT_EXP), mask, row maxima */
         float mx[2] = {-INFINITY, -INFINITY};
-#ifdef MXA_EXACT_EXP
+        /* scaled before the exp, not inside its fma: the row maximum must give
+         * exp(0) = 1 exactly (0.99999994 would lower its block's OCP exponent) */
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
 #pragma unroll
             for (int i = 0; i < 4; i++) s[nt][i] *= score_scale;
-#endif
         /* masks only where a tile crosses the end of the keys or the causal diagonal */
         if (j0 + MXA_BC > nk || (causal && j0 + MXA_BC - 1 > row0 + nk - nq)) {
 #pragma unroll
@@ -274,11 +274,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         float mnew[2], msub[2], alpha[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-#ifdef MXA_EXACT_EXP
             mnew[r] = fmax(m[r], quad_max(mx[r]));
-#else /* scores are scaled inside the exp's fma; max(s) x scale = max(s x scale) (scale > 0) */
-            mnew[r] = fmax(m[r], quad_max(mx[r]) * score_scale);
-#endif
             msub[r] = mnew[r] == -INFINITY ? 0.0f : mnew[r]; /* all masked so far: exp(-inf - 0) = 0 */
             alpha[r] = mnew[r] == -INFINITY ? 1.0f : EXPS(m[r] - mnew[r]);
         }
@@ -295,11 +291,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
             for (int n4 = 0; n4 < 4; n4++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
-#ifdef MXA_EXACT_EXP
                     const float p = EXPS(s[kb * 4 + n4][i] - msub[i >> 1]);
-#else
-                    const float p = EXPS(fma(s[kb * 4 + n4][i], score_scale, -msub[i >> 1]));
-#endif
                     s[kb * 4 + n4][i] = p;
                     bm[i >> 1] = fmax(bm[i >> 1], p);
 #if !MXA_PNQ
