@@ -4,10 +4,12 @@
 
 #include "../../runtime/backend.h"
 #include "cpu_kernels.h"
+#include "cpu_quant.h"
 #include "cpu_threads.h"
 
-/* Runs a validated call on host arrays q, k, v into o (and call->lse). */
-mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, const mxa_attention_call *call,
-                             const float *q, const float *k, const float *v, float *o);
+/* Runs a validated call on host arrays q, k, v into o (and call->lse);
+ * arena and scratch are the device's memory kept between calls. */
+mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, cpu_buf *arena, cpu_buf *scratch,
+                             const mxa_attention_call *call, const float *q, const float *k, const float *v, float *o);
 
 #endif

@@ -25,6 +25,7 @@ typedef struct cpu_device {
     cpu_isa isa;
     const cpu_kernels *kern;
     cpu_pool *pool;
+    cpu_buf arena, scratch; /* kept between calls; calls are serialised by the device lock */
 } cpu_device;
 
 static long cpu_threads_wanted(void)
@@ -97,6 +98,8 @@ static void cpu_close(void *impl)
     cpu_device *dev = impl;
     if (!dev) return;
     cpu_pool_destroy(dev->pool);
+    cpu_buf_free(&dev->arena);
+    cpu_buf_free(&dev->scratch);
     free(dev);
 }
 
@@ -152,8 +155,8 @@ static mxa_status cpu_attention(void *impl, const mxa_attention_call *call, mxa_
     cpu_device *dev = impl;
     snprintf(info->variant, sizeof info->variant, "%s", cpu_variant_name(dev->isa));
     const double t0 = cpu_now();
-    mxa_status st = cpu_attention_run(dev->kern, dev->pool, call, cpu_host(&call->q), cpu_host(&call->k),
-                                      cpu_host(&call->v), cpu_host(&call->o));
+    mxa_status st = cpu_attention_run(dev->kern, dev->pool, &dev->arena, &dev->scratch, call, cpu_host(&call->q),
+                                      cpu_host(&call->k), cpu_host(&call->v), cpu_host(&call->o));
     info->kernel_seconds = cpu_now() - t0;
     return st;
 }

@@ -14,6 +14,23 @@
 
 #define L CPU_LANES
 
+void *cpu_buf_get(cpu_buf *b, size_t size)
+{
+    if (b->p && b->size >= size) return b->p;
+    free(b->p);
+    b->size = (size + 63) & ~(size_t)63;
+    b->p = aligned_alloc(64, b->size);
+    if (!b->p) b->size = 0;
+    return b->p;
+}
+
+void cpu_buf_free(cpu_buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->size = 0;
+}
+
 cpu_rule cpu_rule_of(mxa_rule_kind kind, float q)
 {
     cpu_rule r = {1 << 23, -1};
@@ -144,14 +161,14 @@ mxa_status cpu_prep_kv(cpu_prep *p, cpu_pool *pool)
     const size_t g_bytes = p->pv_fused ? (size_t)(np * d + d * (np / p->bc) * 4 + np / p->bc) : 0;
     const size_t per_head = (k_bytes + v_bytes + f_bytes + g_bytes + 255) & ~(size_t)63;
     p->heads = calloc((size_t)nheads, sizeof *p->heads);
-    p->arena = malloc((size_t)nheads * per_head);
-    if (!p->heads || !p->arena) {
+    char *arena = cpu_buf_get(p->arena, (size_t)nheads * per_head);
+    if (!p->heads || !arena) {
         cpu_prep_free(p);
         return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "cpu attention: out of memory for the prepared K/V (%zu bytes)",
                         (size_t)nheads * per_head);
     }
     for (int64_t i = 0; i < nheads; i++) {
-        char *base = (char *)p->arena + i * per_head;
+        char *base = arena + i * per_head;
         cpu_head_kv *hd = &p->heads[i];
         if (p->qk_int) {
             hd->ksc = (float *)base;
@@ -196,10 +213,8 @@ mxa_status cpu_prep_kv(cpu_prep *p, cpu_pool *pool)
 
 void cpu_prep_free(cpu_prep *p)
 {
-    free(p->heads);
-    free(p->arena);
+    free(p->heads); /* the arena stays with the device */
     p->heads = NULL;
-    p->arena = NULL;
 }
 
 void cpu_prep_q(const cpu_prep *p, int64_t b, int64_t h, int64_t i0, float *x, uint32_t *qp, float *qsc,

@@ -10,6 +10,17 @@
 #include "cpu_kernels.h"
 #include "cpu_threads.h"
 
+/* Memory a device keeps between calls (grow-only, 64-byte aligned): the
+ * prepared K/V and the workers' scratch are not re-faulted in every call. */
+typedef struct cpu_buf {
+    void *p;
+    size_t size;
+} cpu_buf;
+
+/* At least `size` bytes of b (its old contents are lost), or NULL. */
+void *cpu_buf_get(cpu_buf *b, size_t size);
+void cpu_buf_free(cpu_buf *b);
+
 /* The prepared K and V of one kv head (keys padded with zeros to nk_pad). */
 typedef struct cpu_head_kv {
     int8_t *k;      /* QK int: [nk_pad][d] doubled codes */
@@ -40,7 +51,7 @@ typedef struct cpu_prep {
     int pv_fused;   /* the PV fused kernel may run (also Bc <= CPU_FUSED_MAX_BC) */
     const float *q, *k, *v;
     cpu_head_kv *heads; /* b * hkv */
-    void *arena;
+    cpu_buf *arena;     /* the prepared K/V live here */
 } cpu_prep;
 
 /* Allocates and fills prep->heads (in parallel on the pool). */
