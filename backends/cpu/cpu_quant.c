@@ -155,11 +155,13 @@ static void prep_task(void *ctx, int64_t item, int worker)
 mxa_status cpu_prep_kv(cpu_prep *p, cpu_pool *pool)
 {
     const int64_t nheads = p->b * p->hkv, d = p->d, np = p->nk_pad, dblk = d / 32;
-    const size_t k_bytes = p->qk_int ? (size_t)(np * d + np * dblk * 8) : (size_t)(np * d * 4);
-    const size_t v_bytes = p->pv_int ? (size_t)(np * d + d * (np / 32) * 4) : (size_t)(np * d * 4);
-    const size_t f_bytes = p->fused ? (size_t)(np * d + np * 9 + np / 32) : 0;
-    const size_t g_bytes = p->pv_fused ? (size_t)(np * d + d * (np / p->bc) * 4 + np / p->bc) : 0;
-    const size_t per_head = (k_bytes + v_bytes + f_bytes + g_bytes + 255) & ~(size_t)63;
+#define UP64(n) (((size_t)(n) + 63) & ~(size_t)63) /* every part starts 64-byte aligned */
+    const size_t k_bytes = UP64(p->qk_int ? np * d + np * dblk * 8 : np * d * 4);
+    const size_t v_bytes = UP64(p->pv_int ? np * d + d * (np / 32) * 4 : np * d * 4);
+    const size_t f_bytes = p->fused ? UP64(np * d + np * 9 + np / 32) : 0;
+    const size_t g_bytes = p->pv_fused ? UP64(np * d + d * (np / p->bc) * 4 + np / p->bc) : 0;
+    const size_t per_head = k_bytes + v_bytes + f_bytes + g_bytes;
+#undef UP64
     p->heads = calloc((size_t)nheads, sizeof *p->heads);
     char *arena = cpu_buf_get(p->arena, (size_t)nheads * per_head);
     if (!p->heads || !arena) {
