@@ -29,8 +29,9 @@ static inline __m512 exp512(__m512 x)
 {
     /* x <= 0 here (scores minus their maximum); below -104, e^x rounds to 0 */
     x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    /* n = round(x log2 e) by the 1.5 * 2^23 trick (vrndscaleps is two uops) */
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
     /* Taylor to degree 7 with the r^7 term economized (Chebyshev) into r^5 and
