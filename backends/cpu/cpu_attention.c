@@ -126,7 +126,7 @@ static void attention_task(void *ctx, int64_t item, int worker)
                                      p->pv_fused && hd->vtile_ok[j0 / bc], sc.qsc8 + L, &fused_p};
         kern->softmax(&sa);
         if (fused_p) {
-            const cpu_pv_fused_args fa = {sc.pp, sc.qsc8 + L, hd->vt8 + j0, p->nk_pad, hd->vsc8 + j0 / bc,
+            const cpu_pv_fused_args fa = {sc.pp, sc.qsc8 + L, hd->vt8 + j0 * d, bc, hd->vsc8 + j0 / bc,
                                           p->nk_pad / bc, blocks * CPU_WORDS, (int)d, alpha, sc.acc};
             kern->pv_fused(&fa);
         } else if (p->pv_int) {
@@ -148,6 +148,7 @@ static void attention_task(void *ctx, int64_t item, int worker)
         }
         if (jb->lse) jb->lse[row] = m[r] + logf(l[r]);
     }
+    if (kern->end_item) kern->end_item();
     /* O = O~ / l, a column of 16 rows at a time (the division vectorizes) */
     const int rows = i0 + L < nq ? L : (int)(nq - i0);
     float *o0 = jb->o + ((b * p->h + h) * nq + i0) * d;

@@ -39,7 +39,10 @@ static long cpu_threads_wanted(void)
 
 static const char *cpu_variant_name(cpu_isa isa)
 {
-    return isa == CPU_ISA_AVX512 ? "avx512-vnni-int8" : isa == CPU_ISA_AVX2 ? "avx2-int8" : "portable-c";
+    return isa == CPU_ISA_AMX      ? "amx-int8"
+           : isa == CPU_ISA_AVX512 ? "avx512-vnni-int8"
+           : isa == CPU_ISA_AVX2   ? "avx2-int8"
+                                   : "portable-c";
 }
 
 static mxa_status cpu_probe(mxa_probed_device *devices, int max_devices, int *count, char *reason,
@@ -63,10 +66,12 @@ static mxa_status cpu_probe(mxa_probed_device *devices, int max_devices, int *co
     const cpu_isa isa = cpu_isa_select(why, sizeof why);
     info->caps = MXA_CAP_INT8;
     if (isa != CPU_ISA_PORTABLE) info->caps |= MXA_CAP_SIMD;
-    if (isa == CPU_ISA_AVX512) info->caps |= MXA_CAP_INT_DOT;
-    snprintf(info->capabilities, sizeof info->capabilities, "int8%s%s%s, %ld worker threads",
+    if (isa >= CPU_ISA_AVX512) info->caps |= MXA_CAP_INT_DOT;
+    if (isa == CPU_ISA_AMX) info->caps |= MXA_CAP_COOPMAT; /* tile matrix unit */
+    snprintf(info->capabilities, sizeof info->capabilities, "int8%s%s%s%s, %ld worker threads",
              cpu_isa_supported(CPU_ISA_AVX2) ? " avx2 fma" : "", cpu_isa_supported(CPU_ISA_AVX512) ? " avx512bw" : "",
-             cpu_isa_supported(CPU_ISA_AVX512) ? " avx512-vnni" : "", cpu_threads_wanted());
+             cpu_isa_supported(CPU_ISA_AVX512) ? " avx512-vnni" : "", cpu_isa_supported(CPU_ISA_AMX) ? " amx-int8" : "",
+             cpu_threads_wanted());
     snprintf(info->variant, sizeof info->variant, "%s", cpu_variant_name(isa));
     snprintf(info->variant_reason, sizeof info->variant_reason, "%s; fused flash kernel, exact int8 FP4 products", why);
     info->default_bc = CPU_DEFAULT_BC;

@@ -6,12 +6,13 @@
 
 #include "cpu_kernels.h"
 
-typedef enum cpu_isa { CPU_ISA_PORTABLE = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2 } cpu_isa;
+typedef enum cpu_isa { CPU_ISA_PORTABLE = 0, CPU_ISA_AVX2 = 1, CPU_ISA_AVX512 = 2, CPU_ISA_AMX = 3 } cpu_isa;
+#define CPU_ISA_COUNT 4
 
 /* 1 if this machine (CPU and OS) can run the path. */
 int cpu_isa_supported(cpu_isa isa);
 
-/* "portable", "avx2", "avx512" (the MXA_CPU_ISA spellings). */
+/* "portable", "avx2", "avx512", "amx" (the MXA_CPU_ISA spellings). */
 const char *cpu_isa_name(cpu_isa isa);
 
 /* The best supported path, or the one MXA_CPU_ISA asks for (falling back,

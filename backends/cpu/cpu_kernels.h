@@ -129,6 +129,8 @@ typedef struct cpu_kernels {
      * NaN block, smallest e in [-60, 60]); the other lanes' outputs are junk. */
     unsigned (*quantize_fused)(const float *x, int nblk, cpu_rule rule, int offset, uint32_t *packed, float *smin,
                                int32_t *sum);
+    /* Called by a worker after each work item (may be NULL): AMX releases its tiles. */
+    void (*end_item)(void);
     /* s [nkeys][16] = scale * qt^T k^T; qt [d][16], k [nkeys][d]; nkeys % 8 == 0. */
     void (*qk_f32)(const float *qt, const float *k, int nkeys, int d, float scale, float *s);
     void (*softmax)(const cpu_softmax_args *a);
@@ -141,6 +143,10 @@ extern const cpu_kernels cpu_kernels_portable;
 #if defined(__x86_64__) || defined(__i386__)
 extern const cpu_kernels cpu_kernels_avx2;
 extern const cpu_kernels cpu_kernels_avx512;
+#endif
+#if defined(MXA_CPU_HAVE_AMX)
+/* The AVX-512 table with AMX fused QK and PV kernels. */
+const cpu_kernels *cpu_kernels_amx(void);
 #endif
 
 

@@ -133,7 +133,7 @@ static void prep_v_fused(void *ctx, int64_t item, int worker)
             for (int l = 0; l < L; l++) x[i * L + l] = j0 + i < p->nk ? v[(j0 + i) * d + c0 + l] : 0.0f;
         ok &= p->kern->quantize_fused(x, p->bc / 32, p->rule, 0, packed, smin, NULL) == 0xffffu;
         for (int l = 0; l < L; l++) {
-            for (int w = 0; w < p->bc / 4; w++) put_word(hd->vt8 + (c0 + l) * p->nk_pad + j0 + 4 * w, packed[w * L + l]);
+            for (int w = 0; w < p->bc / 4; w++) put_word(hd->vt8 + j0 * d + (c0 + l) * p->bc + 4 * w, packed[w * L + l]);
             hd->vsc8[(c0 + l) * tiles + t] = smin[l] * 0.25f;
         }
     }

@@ -35,7 +35,8 @@ typedef struct cpu_head_kv {
     float *ksc8;      /* QK fused: [nk_pad] 2^(smallest e - 2) */
     uint8_t *kok;     /* QK fused: [nk_pad] 1 if the key's exponents allow it */
     uint8_t *tile_ok; /* QK fused: [nk_pad / bc] 1 if every key of the tile does */
-    int8_t *vt8;      /* PV fused: [d][nk_pad] codes << (e_b - the column's smallest e in the tile) */
+    int8_t *vt8;      /* PV fused: [nk_pad / bc][d][bc] codes << (e_b - the column's smallest e in
+                       * the tile); tile-major so 16 columns are not 16 rows 4 KiB apart (one L1 set) */
     float *vsc8;      /* PV fused: [d][nk_pad / bc] 2^(smallest e - 2) */
     uint8_t *vtile_ok; /* PV fused: [nk_pad / bc] 1 if every column of the tile allows it */
 } cpu_head_kv;

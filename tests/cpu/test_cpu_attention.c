@@ -29,7 +29,7 @@
 #define NMSE_QUANT 1e-10
 #define NMSE_FP32 1e-11
 
-static const char *isa_env[] = {"portable", "avx2", "avx512"};
+static const char *isa_env[] = {"portable", "avx2", "avx512", "amx"};
 
 /* Values of every magnitude, exact E2M1 ties and rounding boundaries. */
 static float tricky(tu_rng *r, int i)
@@ -55,7 +55,7 @@ static void test_quantize_tiles(void **state)
     static uint32_t packed[NB * CPU_WORDS * L];
     static float scale[NB * L];
     static int32_t sum[NB * L];
-    for (int isa = 0; isa < 3; isa++) {
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
         if (!cpu_isa_supported((cpu_isa)isa)) continue;
         const cpu_kernels *k = cpu_isa_kernels((cpu_isa)isa);
         for (int rep = 0; rep < 40; rep++)
@@ -91,7 +91,7 @@ static void test_rotate_tiles(void **state)
     (void)state;
     tu_rng r = {11};
     static float x[256 * L], row[256];
-    for (int isa = 0; isa < 3; isa++) {
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
         if (!cpu_isa_supported((cpu_isa)isa)) continue;
         for (int d = 32; d <= 256; d *= 2) {
             tu_fill_normal(&r, x, d * L, 3.0f);
@@ -129,7 +129,7 @@ static void test_quantize_api(void **state)
     uint8_t *rc = malloc((size_t)(rows * nblk * 16)), *rs = malloc((size_t)(rows * nblk));
     for (int i = 0; i < rows * d; i++) x[i] = tricky(&r, i);
     for (int64_t i = 0; i < rows; i++) mxa_quantize_row(x + i * d, d, mxa_rule_uos(), rc + i * nblk * 16, rs + i * nblk);
-    for (int isa = 0; isa < 3; isa++) {
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
         if (!cpu_isa_supported((cpu_isa)isa)) continue;
         mxa_runtime *rt;
         mxa_device *dev = open_cpu(&rt, isa, NULL);
@@ -219,21 +219,21 @@ static void run_case(const cfg *c, int isa, const char *threads, double *nmse_ou
     free(q); free(k); free(v); free(o); free(ro); free(lse); free(rlse);
 }
 
-/* Every path: portable, AVX2, AVX-512 with its fused kernels, and AVX-512
- * with the per-block kernels only (MXA_CPU_FUSED=0). */
+/* Every path: portable, AVX2, AVX-512 and AMX with their fused kernels, and
+ * AVX-512 with the per-block kernels only (MXA_CPU_FUSED=0). */
 static void test_attention_matches_reference(void **state)
 {
     (void)state;
-    for (int path = 0; path < 4; path++) {
-        const int isa = path < 3 ? path : 2;
+    for (int path = 0; path < 5; path++) {
+        const int isa = path < 4 ? path : 2;
         if (!cpu_isa_supported((cpu_isa)isa)) continue;
-        setenv("MXA_CPU_FUSED", path == 3 ? "0" : "1", 1);
+        setenv("MXA_CPU_FUSED", path == 4 ? "0" : "1", 1);
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             const cfg *c = &cases[i];
             double nmse;
             run_case(c, isa, NULL, &nmse, NULL);
             const int fp32_path = c->recipe == MXA_RECIPE_FP32 || c->quantize != 0xff;
-            printf("  %-8s %-26s nmse %.3e\n", path == 3 ? "avx512/b" : isa_env[isa], c->name, nmse);
+            printf("  %-8s %-26s nmse %.3e\n", path == 4 ? "avx512/b" : isa_env[isa], c->name, nmse);
             assert_true(nmse <= (fp32_path ? NMSE_FP32 : NMSE_QUANT));
         }
     }
@@ -248,7 +248,8 @@ static void test_threads_deterministic(void **state)
     const int64_t n = (int64_t)c->b * c->h * c->nq * c->d;
     float *o1 = malloc(sizeof(float) * n), *o3 = malloc(sizeof(float) * n);
     double nmse;
-    const int isa = cpu_isa_supported(CPU_ISA_AVX512) ? 2 : cpu_isa_supported(CPU_ISA_AVX2) ? 1 : 0;
+    int isa = CPU_ISA_COUNT - 1;
+    while (isa > 0 && !cpu_isa_supported((cpu_isa)isa)) isa--;
     run_case(c, isa, "1", &nmse, o1);
     run_case(c, isa, "3", &nmse, o3);
     assert_memory_equal(o1, o3, sizeof(float) * n);
@@ -265,7 +266,7 @@ static void test_pnq_ones(void **state)
     tu_rng r = {5};
     tu_fill_attention(&r, q, k, v, 1, 1, 1, N, N, D);
     for (int i = 0; i < N * D; i++) v[i] = 1.0f;
-    for (int isa = 0; isa < 3; isa++) {
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
         if (!cpu_isa_supported((cpu_isa)isa)) continue;
         mxa_runtime *rt;
         mxa_device *dev = open_cpu(&rt, isa, NULL);
@@ -292,7 +293,7 @@ static void test_nan_propagates(void **state)
     tu_rng r = {9};
     tu_fill_attention(&r, q, k, v, 1, 1, 1, N, N, D);
     q[5 * D + 7] = NAN;
-    for (int isa = 0; isa < 3; isa++) {
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
         if (!cpu_isa_supported((cpu_isa)isa)) continue;
         for (int recipe = 0; recipe < 3; recipe++) {
             mxa_runtime *rt;

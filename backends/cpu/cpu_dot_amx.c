@@ -1,0 +1,193 @@
+/*
+ * AMX int8 kernels for the fused forms (compiled with -mamx-tile -mamx-int8
+ * and the AVX-512 flags; used only when cpuid, XCR0 and the kernel's
+ * permission allow it). The fused layouts are already what TDPBSUD takes:
+ * rows of K^ (or of V^ transposed) are the signed A tile, and the word
+ * arrays of Q^ + 96 (or P^) -- four bytes per lane per word -- are the
+ * unsigned B tile. C = A B is then S transposed ([key][row], the layout the
+ * softmax reads) or O~ transposed ([column][row], the accumulator's layout).
+ * Everything else is the AVX-512 path.
+ */
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+
+typedef struct amx_cfg {
+    uint8_t palette, start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_cfg;
+
+/* General layout: tmm0 C 16 x 16 int32; tmm1 A 16 x 64 bytes; tmm2..5 B 16
+ * words x 16 lanes; tmm6 / tmm7 A and B for a last chunk of 32 bytes.
+ * Triple layout (at most 2 whole chunks): C in tmm0/4/6, A in tmm1/5/7, B in
+ * tmm2/3, so three products run at once (one TDPBSUD's latency is several
+ * times its issue interval). */
+/* The layout this thread's tiles hold (0: none): loading a configuration
+ * costs about as much as a product, so it stays until the work item ends. */
+static _Thread_local int amx_loaded;
+
+static int amx_configure(int words)
+{
+    const int triple = words % 16 == 0 && words <= 32;
+    if (amx_loaded == 1 + triple) return triple;
+    amx_loaded = 1 + triple;
+    amx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        c.rows[t] = 16;
+        c.colsb[t] = 64;
+    }
+    if (!triple) {
+        c.colsb[6] = 32;
+        c.rows[7] = 8;
+    }
+    _tile_loadconfig(&c);
+    return triple;
+}
+
+/* Triple layout: C0/C1/C2 = A B for 16 rows at a, a + 16 stride, a + 32 stride. */
+static void amx_product3(const int8_t *a, long stride, int words, int32_t *cbuf)
+{
+    _tile_zero(0);
+    _tile_zero(4);
+    _tile_zero(6);
+    _tile_loadd(1, a, stride);
+    _tile_loadd(5, a + 16 * stride, stride);
+    _tile_loadd(7, a + 32 * stride, stride);
+    _tile_dpbsud(0, 1, 2);
+    _tile_dpbsud(4, 5, 2);
+    _tile_dpbsud(6, 7, 2);
+    if (words > 16) {
+        _tile_loadd(1, a + 64, stride);
+        _tile_loadd(5, a + 16 * stride + 64, stride);
+        _tile_loadd(7, a + 32 * stride + 64, stride);
+        _tile_dpbsud(0, 1, 3);
+        _tile_dpbsud(4, 5, 3);
+        _tile_dpbsud(6, 7, 3);
+    }
+    _tile_stored(0, cbuf, 64);
+    _tile_stored(4, cbuf + 256, 64);
+    _tile_stored(6, cbuf + 512, 64);
+}
+
+/* B tiles from `words` words of 16 lanes (a multiple of 8, at most 64). */
+static void amx_load_b(const uint32_t *w, int words)
+{
+    const int full = words / 16;
+    if (full > 0) _tile_loadd(2, w, 64);
+    if (full > 1) _tile_loadd(3, w + 256, 64);
+    if (full > 2) _tile_loadd(4, w + 512, 64);
+    if (full > 3) _tile_loadd(5, w + 768, 64);
+    if (words % 16) _tile_loadd(7, w + full * 256, 64);
+}
+
+/* tmm0 = A B for 16 rows of A at `a` (row stride `stride`), 4 * words bytes each. */
+static void amx_product(const int8_t *a, long stride, int words)
+{
+    const int full = words / 16;
+    _tile_zero(0);
+    if (full > 0) {
+        _tile_loadd(1, a, stride);
+        _tile_dpbsud(0, 1, 2);
+    }
+    if (full > 1) {
+        _tile_loadd(1, a + 64, stride);
+        _tile_dpbsud(0, 1, 3);
+    }
+    if (full > 2) {
+        _tile_loadd(1, a + 128, stride);
+        _tile_dpbsud(0, 1, 4);
+    }
+    if (full > 3) {
+        _tile_loadd(1, a + 192, stride);
+        _tile_dpbsud(0, 1, 5);
+    }
+    if (words % 16) {
+        _tile_loadd(6, a + 64 * full, stride);
+        _tile_dpbsud(0, 6, 7);
+    }
+}
+
+static void amx_qk_fused(const cpu_qk_fused_args *a)
+{
+    const int d = a->d;
+    int32_t cbuf[3 * 16 * CPU_LANES] __attribute__((aligned(64)));
+    const __m512 scale = _mm512_set1_ps(a->scale), qs = _mm512_loadu_ps(a->qsc);
+    const int triple = amx_configure(d / 4);
+    amx_load_b(a->qp, d / 4);
+    /* 16 keys per product; nkeys is a multiple of 8 and the K buffer holds whole tiles, so reading 16 is safe */
+    for (int j = 0; j < a->nkeys;) {
+        const int group = triple && a->nkeys - j > 32 ? 48 : 16;
+        if (group == 48) {
+            amx_product3(a->k + (size_t)j * d, d, d / 4, cbuf);
+        } else {
+            amx_product(a->k + (size_t)j * d, d, d / 4);
+            _tile_stored(0, cbuf, 64);
+        }
+        const int rr = a->nkeys - j < group ? a->nkeys - j : group;
+        for (int r = 0; r < rr; r++) {
+            const __m512i acc = _mm512_add_epi32(_mm512_load_si512(cbuf + r * CPU_LANES), _mm512_set1_epi32(a->kcorr[j + r]));
+            const __m512 sc = _mm512_mul_ps(qs, _mm512_set1_ps(a->ksc[j + r]));
+            const __m512 dot = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc); /* exact */
+            _mm512_storeu_ps(a->s + (j + r) * CPU_LANES, _mm512_mul_ps(dot, scale));
+        }
+        j += group;
+    }
+}
+
+static void amx_pv_fused(const cpu_pv_fused_args *a)
+{
+    int32_t cbuf[3 * 16 * CPU_LANES] __attribute__((aligned(64)));
+    const __m512 alpha = _mm512_loadu_ps(a->alpha), ps = _mm512_loadu_ps(a->psc8);
+    const int triple = amx_configure(a->words);
+    amx_load_b(a->pp, a->words);
+    for (int c = 0; c < a->d;) {
+        const int group = triple && a->d - c >= 48 ? 48 : 16;
+        if (group == 48) {
+            amx_product3(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words, cbuf);
+        } else {
+            amx_product(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words);
+            _tile_stored(0, cbuf, 64);
+        }
+        for (int r = 0; r < group; r++) {
+            float *o = a->acc + (c + r) * CPU_LANES;
+            const __m512 sc = _mm512_mul_ps(ps, _mm512_set1_ps(a->vsc[(c + r) * a->vsc_stride]));
+            const __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cbuf + r * CPU_LANES)), sc); /* exact */
+            _mm512_storeu_ps(o, _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_loadu_ps(o)), pv));
+        }
+        c += group;
+    }
+}
+
+/* Hands the tile state back at the end of a work item (the calling thread
+ * may be the user's). */
+static void amx_end_item(void)
+{
+    if (!amx_loaded) return;
+    _tile_release();
+    amx_loaded = 0;
+}
+
+static cpu_kernels amx_table;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+
+static void amx_init(void)
+{
+    amx_table = cpu_kernels_avx512;
+    amx_table.name = "amx-int8";
+    amx_table.qk_fused = amx_qk_fused;
+    amx_table.pv_fused = amx_pv_fused;
+    amx_table.end_item = amx_end_item;
+}
+
+const cpu_kernels *cpu_kernels_amx(void)
+{
+    pthread_once(&amx_once, amx_init);
+    return &amx_table;
+}
