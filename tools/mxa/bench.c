@@ -111,27 +111,14 @@ static int inputs_upload(mxa_device *dev, const shape *s, const float *q, const 
     return CLI_OK;
 }
 
-static int time_attention(mxa_device *dev, const mxa_attention_desc *desc, dev_inputs *in, const shape *s,
-                          const char *label, int reps, double *out, mxa_attention_info *info)
+/* One timed call of the device. */
+static int attention_once(mxa_device *dev, const mxa_attention_desc *desc, dev_inputs *in, double *seconds,
+                          mxa_attention_info *info)
 {
-    double *t = malloc(sizeof(double) * (size_t)reps);
-    if (!t) {
-        cli_error("bench: out of memory");
-        return CLI_FAIL;
-    }
-    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
-        progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", label, s, r + 1, reps);
-        const double t0 = cli_now();
-        mxa_status st = mxa_attention(dev, desc, &in->tq, &in->tk, &in->tv, &in->to, NULL, info);
-        if (st) {
-            free(t);
-            return cli_library_error("bench: attention", st);
-        }
-        if (r >= 0) t[r] = cli_now() - t0;
-    }
-    *out = median(t, reps);
-    free(t);
-    return CLI_OK;
+    const double t0 = cli_now();
+    mxa_status st = mxa_attention(dev, desc, &in->tq, &in->tk, &in->tv, &in->to, NULL, info);
+    *seconds = cli_now() - t0;
+    return st ? cli_library_error("bench: attention", st) : CLI_OK;
 }
 
 static int time_quantize(mxa_device *dev, const shape *s, float *x, int reps, double *gbs)
@@ -331,32 +318,13 @@ static int blas_attention(const shape *s, const float *q, const float *k, const 
     return rc;
 }
 
-static int time_blas(const shape *s, const float *q, const float *k, const float *v, int threads, int reps,
-                     double *total, double *sgemm)
+/* One timed run of the materialised baseline (o: scratch output). */
+static int blas_once(const shape *s, const float *q, const float *k, const float *v, float *o, int threads,
+                     double *seconds, double *sgemm)
 {
-    float *o = malloc(sizeof(float) * (size_t)(s->b * s->h * s->n * s->d));
-    double *t = malloc(sizeof(double) * (size_t)reps), *g = malloc(sizeof(double) * (size_t)reps);
-    int rc = CLI_OK;
-    if (!o || !t || !g) {
-        cli_error("bench: out of memory");
-        rc = CLI_FAIL;
-        goto out;
-    }
-    for (int r = -1; r < reps && !rc; r++) {
-        progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "openblas", s, r + 1, reps);
-        double gs = 0.0;
-        const double t0 = cli_now();
-        rc = blas_attention(s, q, k, v, o, threads, &gs);
-        if (r >= 0) t[r] = cli_now() - t0, g[r] = gs;
-    }
-    if (!rc) {
-        *total = median(t, reps);
-        *sgemm = median(g, reps);
-    }
-out:
-    free(o);
-    free(t);
-    free(g);
+    const double t0 = cli_now();
+    const int rc = blas_attention(s, q, k, v, o, threads, sgemm);
+    *seconds = cli_now() - t0;
     return rc;
 }
 #endif
@@ -585,18 +553,53 @@ static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *
     mxa_attention_desc_init(&fp32, MXA_RECIPE_FP32);
     fp32.causal = s->causal;
     fp32.bc = desc.bc;
+    /* The three are timed in turn within each repetition, so a machine whose
+     * load changes during the run (other users) moves them alike. */
     mxa_attention_info info;
-    if ((rc = time_attention(dev, &desc, &in, s, "recipe", reps, &r->t_recipe, &info))) goto out;
-    snprintf(r->variant, sizeof r->variant, "%s", info.variant);
-    r->bc = info.bc;
-    if ((rc = time_attention(dev, &fp32, &in, s, "fp32", reps, &r->t_fp32, &info))) goto out;
-    if ((rc = time_quantize(dev, s, q, reps, &r->quant_gbs))) goto out;
+    double *tr = calloc((size_t)reps, sizeof(double)), *tf = calloc((size_t)reps, sizeof(double));
+    double *tb = calloc((size_t)reps, sizeof(double)), *tg = calloc((size_t)reps, sizeof(double));
+    float *o = blas ? malloc(sizeof(float) * (size_t)n) : NULL;
+    if (!tr || !tf || !tb || !tg || (blas && !o)) {
+        cli_error("bench: out of memory");
+        rc = CLI_FAIL;
+        goto done;
+    }
+    for (int rep = -1; rep < reps && !rc; rep++) { /* rep -1: warm-up */
+        double t, g;
+        progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "attention", s, rep + 1, reps);
+        if ((rc = attention_once(dev, &desc, &in, &t, &info))) break;
+        if (rep >= 0) tr[rep] = t;
+        if ((rc = attention_once(dev, &fp32, &in, &t, &info))) break;
+        if (rep >= 0) tf[rep] = t;
 #if defined(MXA_HAVE_OPENBLAS)
-    if (blas && (rc = time_blas(s, q, k, v, threads, reps, &r->t_blas, &r->t_sgemm))) goto out;
+        if (blas) {
+            progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "openblas", s, rep + 1, reps);
+            if ((rc = blas_once(s, q, k, v, o, threads, &t, &g))) break;
+            if (rep >= 0) tb[rep] = t, tg[rep] = g;
+        }
 #else
-    (void)blas;
-    (void)threads;
+        (void)threads;
+        (void)g;
 #endif
+    }
+    if (!rc) {
+        attention_once(dev, &desc, &in, &r->t_recipe, &info); /* for the variant and Bc it reports */
+        snprintf(r->variant, sizeof r->variant, "%s", info.variant);
+        r->bc = info.bc;
+        r->t_recipe = median(tr, reps);
+        r->t_fp32 = median(tf, reps);
+        if (blas) {
+            r->t_blas = median(tb, reps);
+            r->t_sgemm = median(tg, reps);
+        }
+        rc = time_quantize(dev, s, q, reps, &r->quant_gbs);
+    }
+done:
+    free(tr);
+    free(tf);
+    free(tb);
+    free(tg);
+    free(o);
 out:
     inputs_free(&in);
     free(q);
