@@ -42,6 +42,7 @@ static inline float cpu_avx2_exp(float x)
 #define CPU_EXP(x) cpu_avx2_exp(x)
 #define CPU_HAVE_QK_INT 1
 #define CPU_HAVE_PV_INT 1
+#define CPU_HAVE_F32 1
 #include "cpu_lanes.h"
 
 static inline __m256i bcast_word(const int8_t *p)
@@ -116,6 +117,52 @@ static void cpu_avx2_pv_int(const cpu_pv_int_args *a)
             float *o = a->acc + c * CPU_LANES + 8 * h;
             const __m256 pv = a->blocks ? _mm256_loadu_ps(a->pv + c * CPU_LANES + 8 * h) : _mm256_setzero_ps();
             _mm256_storeu_ps(o, _mm256_add_ps(_mm256_mul_ps(alpha, _mm256_loadu_ps(o)), pv));
+        }
+    }
+}
+
+/* fp32 paths: four keys (columns) by two 8-row halves in registers. */
+static void cpu_avx2_qk_f32(const float *qt, const float *k, int nkeys, int d, float scale, float *s)
+{
+    for (int j = 0; j < nkeys; j += 4) {
+        __m256 acc[8];
+        for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();
+        const float *kj = k + (size_t)j * d;
+        for (int c = 0; c < d; c++) {
+            const __m256 q0 = _mm256_loadu_ps(qt + c * CPU_LANES), q1 = _mm256_loadu_ps(qt + c * CPU_LANES + 8);
+            for (int r = 0; r < 4; r++) {
+                const __m256 kv = _mm256_set1_ps(kj[r * d + c]);
+                acc[2 * r] = _mm256_fmadd_ps(q0, kv, acc[2 * r]);
+                acc[2 * r + 1] = _mm256_fmadd_ps(q1, kv, acc[2 * r + 1]);
+            }
+        }
+        for (int r = 0; r < 4; r++) {
+            _mm256_storeu_ps(s + (j + r) * CPU_LANES, _mm256_mul_ps(acc[2 * r], _mm256_set1_ps(scale)));
+            _mm256_storeu_ps(s + (j + r) * CPU_LANES + 8, _mm256_mul_ps(acc[2 * r + 1], _mm256_set1_ps(scale)));
+        }
+    }
+}
+
+static void cpu_avx2_pv_f32(const float *p, const float *v, int len, int d, const float *alpha, float *acc)
+{
+    const __m256 a0 = _mm256_loadu_ps(alpha), a1 = _mm256_loadu_ps(alpha + 8);
+    for (int c = 0; c < d; c += 4) {
+        __m256 o[8];
+        for (int r = 0; r < 4; r++) {
+            o[2 * r] = _mm256_mul_ps(a0, _mm256_loadu_ps(acc + (c + r) * CPU_LANES));
+            o[2 * r + 1] = _mm256_mul_ps(a1, _mm256_loadu_ps(acc + (c + r) * CPU_LANES + 8));
+        }
+        for (int j = 0; j < len; j++) {
+            const __m256 p0 = _mm256_loadu_ps(p + j * CPU_LANES), p1 = _mm256_loadu_ps(p + j * CPU_LANES + 8);
+            for (int r = 0; r < 4; r++) {
+                const __m256 vv = _mm256_set1_ps(v[(size_t)j * d + c + r]);
+                o[2 * r] = _mm256_fmadd_ps(p0, vv, o[2 * r]);
+                o[2 * r + 1] = _mm256_fmadd_ps(p1, vv, o[2 * r + 1]);
+            }
+        }
+        for (int r = 0; r < 4; r++) {
+            _mm256_storeu_ps(acc + (c + r) * CPU_LANES, o[2 * r]);
+            _mm256_storeu_ps(acc + (c + r) * CPU_LANES + 8, o[2 * r + 1]);
         }
     }
 }
