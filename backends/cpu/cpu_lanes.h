@@ -86,39 +86,49 @@ static void CPU_FN(quantize)(const float *x, int nblk, cpu_rule rule, int offset
             if (out->scale) out->scale[b * L + l] = nonfinite ? NAN : CPU_FN(pow2)(e[l]);
             if (out->sbyte) out->sbyte[b * L + l] = nonfinite ? 0xff : (uint8_t)(e[l] + 127);
         }
-        int32_t sum[L];
-        for (int l = 0; l < L; l++) sum[l] = 0;
-        for (int t = 0; t < CPU_WORDS; t++) {
-            uint32_t word[L];
-            for (int l = 0; l < L; l++) word[l] = 0;
-            for (int k = 0; k < 4; k++) {
-                const int i = 4 * t + k;
-                for (int l = 0; l < L; l++) {
-                    const uint32_t u = CPU_FN(bits)(xb[i * L + l]);
-                    const int nonfinite = mx[l] >= 0x7f800000;
-                    /* (|x| 2^-e) * 2: both steps exact where a code can be non-zero */
-                    float r = CPU_FN(round2)((CPU_FN(flt)(u & 0x7fffffffu) * inv[l]) * 2.0f);
-                    r = nonfinite ? 0.0f : r; /* converting NaN to int is undefined */
-                    const int32_t d = (int32_t)r;
-                    const int neg = (int)(u >> 31);
-                    const int32_t sd = neg ? -d : d;
-                    sum[l] += sd;
-                    word[l] |= (uint32_t)((sd + offset) & 0xff) << (8 * k);
-                    if (out->decoded) {
-                        const float v = r * half_sc[l];
-                        out->decoded[(b * 32 + i) * L + l] = nonfinite ? NAN : (neg ? -v : v);
-                    }
-                    if (out->nibble) {
-                        const int32_t c3 = d <= 4 ? d : (d == 6 ? 5 : (d == 8 ? 6 : 7));
-                        out->nibble[(b * 32 + i) * L + l] = nonfinite ? 0 : (uint8_t)(neg << 3 | c3);
-                    }
-                }
+        /* the codes first, then each output in its own loop: no branch in
+         * the element loops, so the compiler vectorizes them */
+        float r2[32 * L];
+        int32_t sd[32 * L], nf[L];
+        for (int l = 0; l < L; l++) nf[l] = mx[l] >= 0x7f800000;
+        for (int i = 0; i < 32; i++)
+            for (int l = 0; l < L; l++) {
+                const uint32_t u = CPU_FN(bits)(xb[i * L + l]);
+                /* (|x| 2^-e) * 2: both steps exact where a code can be non-zero */
+                float r = CPU_FN(round2)((CPU_FN(flt)(u & 0x7fffffffu) * inv[l]) * 2.0f);
+                r = nf[l] ? 0.0f : r; /* converting NaN to int is undefined */
+                const int32_t d = (int32_t)r;
+                r2[i * L + l] = r;
+                sd[i * L + l] = (u >> 31) ? -d : d;
             }
-            if (out->packed)
-                for (int l = 0; l < L; l++) out->packed[(b * CPU_WORDS + t) * L + l] = word[l];
-        }
         if (out->sum)
-            for (int l = 0; l < L; l++) out->sum[b * L + l] = sum[l];
+            for (int l = 0; l < L; l++) {
+                int32_t t = 0;
+                for (int i = 0; i < 32; i++) t += sd[i * L + l];
+                out->sum[b * L + l] = t;
+            }
+        if (out->packed)
+            for (int t = 0; t < CPU_WORDS; t++)
+                for (int l = 0; l < L; l++) {
+                    uint32_t w = 0;
+                    for (int k = 0; k < 4; k++) w |= (uint32_t)((sd[(4 * t + k) * L + l] + offset) & 0xff) << (8 * k);
+                    out->packed[(b * CPU_WORDS + t) * L + l] = w;
+                }
+        if (out->decoded)
+            for (int i = 0; i < 32; i++)
+                for (int l = 0; l < L; l++) {
+                    const float v = r2[i * L + l] * half_sc[l];
+                    const float sv = (CPU_FN(bits)(xb[i * L + l]) >> 31) ? -v : v;
+                    out->decoded[(b * 32 + i) * L + l] = nf[l] ? NAN : sv;
+                }
+        if (out->nibble)
+            for (int i = 0; i < 32; i++)
+                for (int l = 0; l < L; l++) {
+                    const int32_t d = (int32_t)r2[i * L + l];
+                    const int32_t c3 = d <= 4 ? d : (d == 6 ? 5 : (d == 8 ? 6 : 7));
+                    const int32_t neg = (int32_t)(CPU_FN(bits)(xb[i * L + l]) >> 31);
+                    out->nibble[(b * 32 + i) * L + l] = (uint8_t)(nf[l] ? 0 : (neg << 3 | c3));
+                }
     }
 }
 #endif
@@ -150,25 +160,29 @@ static void CPU_FN(softmax)(const cpu_softmax_args *a)
     }
     for (int j = 0; j < len; j++)
         for (int l = 0; l < L; l++) {
-            const float s = j <= lim[l] ? a->s[j * L + l] : -INFINITY;
+            const float v = a->s[j * L + l];
+            const float s = j <= lim[l] ? v : -INFINITY;
             a->s[j * L + l] = s;
             tmax[l] = s > tmax[l] ? s : tmax[l];
         }
     for (int l = 0; l < L; l++) {
         mnew[l] = tmax[l] > a->m[l] ? tmax[l] : a->m[l];
-        a->alpha[l] = mnew[l] == -INFINITY ? 1.0f : CPU_EXP(a->m[l] - mnew[l]);
+        const float e = CPU_EXP(a->m[l] - mnew[l]);
+        a->alpha[l] = mnew[l] == -INFINITY ? 1.0f : e;
     }
     for (int b = 0; b < blocks; b++) {
         float *p = a->s + (size_t)b * 32 * L;
-        for (int i = 0; i < 32; i++)
+        const int n = len - b * 32 < 32 ? len - b * 32 : 32;
+        for (int i = 0; i < n; i++)
             for (int l = 0; l < L; l++) {
-                const int j = b * 32 + i;
-                const float s = j < len ? p[i * L + l] : -INFINITY;
+                const float s = p[i * L + l], x = CPU_EXP(s - mnew[l]);
                 /* mnew = -inf: nothing visible yet, the reference skips the tile (even NaN scores) */
-                const float e = (s == -INFINITY || mnew[l] == -INFINITY) ? 0.0f : CPU_EXP(s - mnew[l]);
+                const float e = (s == -INFINITY || mnew[l] == -INFINITY) ? 0.0f : x;
                 p[i * L + l] = e;
                 sum_t[l] += e;
             }
+        for (int i = n; i < 32; i++) /* keys past the end: zero padding */
+            for (int l = 0; l < L; l++) p[i * L + l] = 0.0f;
         if (a->quant_p) {
             float dec[32 * L];
             const cpu_quant_out q = {a->pp + (size_t)b * CPU_WORDS * L, a->psc + b * L, dec, NULL, NULL, NULL};
