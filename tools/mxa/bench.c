@@ -352,11 +352,10 @@ __attribute__((target("avx512f,avx512vnni"))) static void *vnni_loop(void *arg)
     return NULL;
 }
 
-/* int8 ops/s (2 per multiply-add) of `threads` threads running vpdpbusd; 0 if unavailable. */
-static double vnni_peak(int threads)
+/* The best of three rates (ops/s) of `threads` threads each running `loop`
+ * for `iters` iterations of `ops_per_iter` int8 operations. */
+static double peak_rate(void *(*loop)(void *), long iters, double ops_per_iter, int threads)
 {
-    if (!__builtin_cpu_supports("avx512vnni")) return 0.0;
-    const long iters = 4000000;
     pthread_t tid[256];
     long args[256];
     if (threads > 256) threads = 256;
@@ -366,15 +365,23 @@ static double vnni_peak(int threads)
         const double t0 = cli_now();
         for (int i = 0; i < threads; i++) {
             args[i] = iters;
-            if (pthread_create(&tid[i], NULL, vnni_loop, &args[i]) != 0) break;
+            if (pthread_create(&tid[i], NULL, loop, &args[i]) != 0) break;
             started++;
         }
         for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
-        const double ops = (double)started * iters * 12 * 16 * 4 * 2, rate = ops / (cli_now() - t0);
+        const double rate = (double)started * iters * ops_per_iter / (cli_now() - t0);
         best = rate > best ? rate : best;
     }
     return best;
 }
+
+/* int8 ops/s (2 per multiply-add) of `threads` threads running vpdpbusd; 0 if unavailable. */
+static double vnni_peak(int threads)
+{
+    if (!__builtin_cpu_supports("avx512vnni")) return 0.0;
+    return peak_rate(vnni_loop, 4000000, 12.0 * 16 * 4 * 2, threads);
+}
+
 /* The AMX unit's int8 rate: four independent TDPBSSD chains on 16 x 64-byte
  * tiles (16 * 16 * 64 multiply-adds each). 0 where AMX is not available. */
 typedef struct amx_tilecfg {
@@ -417,24 +424,7 @@ static double amx_peak(int threads)
     if (!__builtin_cpu_supports("avx512f") || syscall(SYS_arch_prctl, 0x1023, 18) != 0) return 0.0;
     unsigned a, b, c, d;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 24) & 1) || !((d >> 25) & 1)) return 0.0;
-    const long iters = 2000000;
-    pthread_t tid[256];
-    long args[256];
-    if (threads > 256) threads = 256;
-    double best = 0.0;
-    for (int rep = 0; rep < 3; rep++) {
-        int started = 0;
-        const double t0 = cli_now();
-        for (int i = 0; i < threads; i++) {
-            args[i] = iters;
-            if (pthread_create(&tid[i], NULL, amx_loop, &args[i]) != 0) break;
-            started++;
-        }
-        for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
-        const double ops = (double)started * iters * 4 * 16 * 16 * 64 * 2, rate = ops / (cli_now() - t0);
-        best = rate > best ? rate : best;
-    }
-    return best;
+    return peak_rate(amx_loop, 2000000, 4.0 * 16 * 16 * 64 * 2, threads);
 #else
     (void)threads;
     return 0.0;
