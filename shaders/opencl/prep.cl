@@ -41,6 +41,29 @@ __kernel void mxa_quantize_rows(__global const float *x, ulong x_off, int rows, 
     }
 }
 
+/* Element i of row `row` of head `bh` (0 past n), rotated when `hadamard`:
+ * the reference's butterflies h = 1, 2, ..., d/2 of (a + b, a - b), then the fp32
+ * factor `norm`. Called by every work-item of the row's work-group (barriers). */
+float mxa_load_rotated(__global const float *x, ulong x_off, int n, int row, int bh, int d, int i,
+                       float norm, int hadamard, __local float *xs)
+{
+    float v = 0.0f;
+    if (row < n) v = x[x_off + ((size_t)bh * n + row) * d + i];
+    if (hadamard) {
+        xs[i] = v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int h = 1; h < d; h *= 2) {
+            const float a = xs[i & ~h], b = xs[i | h];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            v = (i & h) ? a - b : a + b;
+            xs[i] = v;
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        v = v * norm;
+    }
+    return v;
+}
+
 /*
  * Q or K rows: optional Walsh-Hadamard rotation (SPEC section 2 step 1, in
  * the reference's order: stages h = 1, 2, ..., D/2 of (a + b, a - b), then the
@@ -56,20 +79,7 @@ __kernel void mxa_prep_qk(__global const float *x, ulong x_off, int n, int n_pad
     __local uint bmax[8];
     const int i = get_local_id(0), d = get_local_size(0);
     const int row = get_group_id(0), bh = get_group_id(1);
-    float v = 0.0f;
-    if (row < n) v = x[x_off + ((size_t)bh * n + row) * d + i];
-    if (hadamard) {
-        xs[i] = v;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int h = 1; h < d; h *= 2) {
-            const float a = xs[i & ~h], b = xs[i | h];
-            barrier(CLK_LOCAL_MEM_FENCE);
-            v = (i & h) ? a - b : a + b;
-            xs[i] = v;
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        v = v * norm;
-    }
+    float v = mxa_load_rotated(x, x_off, n, row, bh, d, i, norm, hadamard, xs);
     if (quant) {
         const uint a = as_uint(v) & 0x7fffffffu;
         xs[i] = as_float(a);
@@ -151,20 +161,7 @@ __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_
     __local uint bmax[8];
     const int i = get_local_id(0), d = get_local_size(0);
     const int row = get_group_id(0), bh = get_group_id(1);
-    float v = 0.0f;
-    if (row < n) v = x[x_off + ((size_t)bh * n + row) * d + i];
-    if (hadamard) {
-        xs[i] = v;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int h = 1; h < d; h *= 2) {
-            const float a = xs[i & ~h], b = xs[i | h];
-            barrier(CLK_LOCAL_MEM_FENCE);
-            v = (i & h) ? a - b : a + b;
-            xs[i] = v;
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        v = v * norm;
-    }
+    float v = mxa_load_rotated(x, x_off, n, row, bh, d, i, norm, hadamard, xs);
     const uint a = as_uint(v) & 0x7fffffffu;
     xs[i] = as_float(a);
     barrier(CLK_LOCAL_MEM_FENCE);
