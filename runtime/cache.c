@@ -1,5 +1,6 @@
 /* The on-disk kernel cache: keyed, checksummed, written atomically. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,9 @@ mxa_status mxa_cache_store(const char *kind, const char *key, const void *data, 
         MXA_LOG_W("cache: cannot create %s: %s", dir, strerror(errno));
         return mxa_fail(MXA_ERR_IO, "cannot create cache directory %s: %s", dir, strerror(errno));
     }
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    /* unique per process and call: threads storing the same key never share a temp file */
+    static atomic_uint serial;
+    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1u));
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         MXA_LOG_W("cache: cannot write %s: %s", tmp, strerror(errno));
