@@ -1,4 +1,5 @@
 /* The kernel cache: round trip, and every way a file can be bad is ignored. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,11 +93,37 @@ static void test_bad_arguments(void **state)
     assert_int_equal(mxa_hash64("abc", 3, MXA_HASH_SEED), 0xe71fa2190541574bull); /* FNV-1a test vector */
 }
 
+/* Threads storing the same key at once: the entry that survives is whole. */
+static void *store_many(void *arg)
+{
+    char payload[4096];
+    memset(payload, *(const char *)arg, sizeof payload);
+    for (int i = 0; i < 50; i++) mxa_cache_store("unit", "shared key", payload, sizeof payload);
+    return NULL;
+}
+
+static void test_concurrent_stores(void **state)
+{
+    (void)state;
+    const char fills[4] = {'a', 'b', 'c', 'd'};
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, store_many, (void *)&fills[i]);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    void *data;
+    size_t size;
+    assert_int_equal(mxa_cache_load("unit", "shared key", &data, &size), MXA_OK);
+    assert_int_equal(size, 4096);
+    const char *p = data;
+    for (size_t i = 1; i < size; i++) assert_int_equal(p[i], p[0]);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_round_trip_and_corruption, setup),
         cmocka_unit_test_setup(test_bad_arguments, setup),
+        cmocka_unit_test_setup(test_concurrent_stores, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
