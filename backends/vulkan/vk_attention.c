@@ -1,10 +1,14 @@
 /*
  * Attention on a Vulkan device: prepare Q/K (rotate + quantize along D) and V
  * (quantize along tokens) into scratch buffers, then run one attention kernel:
- *   coopmat-nv-f16  NV cooperative matrix fp16 16x16x16 -> fp32 on the exact
- *                   MXFP4 values, rows/columns rescaled by a power of two so
- *                   every value is exact in fp16 (shaders/vulkan/attn_coopmat_nv.comp)
- *   scalar          one invocation per query row; runs anywhere (attn_scalar.comp)
+ *   coopmat-nv-f16       NV cooperative matrix fp16 16x16x16 -> fp32 on the exact
+ *                        MXFP4 values, rows/columns rescaled by a power of two so
+ *                        every value is exact in fp16; online softmax in registers
+ *                        (attn_coopmat_nv_reg.comp), on devices whose fragments pass
+ *                        the layout check (vk_coopmat_layout.c)
+ *   coopmat-nv-f16-smem  the same products, softmax through shared memory: any
+ *                        fragment layout (attn_coopmat_nv.comp)
+ *   scalar               one invocation per query row; runs anywhere (attn_scalar.comp)
  * Everything is recorded into one command buffer and submitted once.
  */
 #include <stdio.h>
@@ -26,7 +30,7 @@ enum { S_QIN, S_KIN, S_VIN, S_QP, S_KP, S_VP, S_QS, S_KS, S_VS, S_O, S_LSE, S_VM
 /* Whether the coopmat kernel can run on the device at all; why not in `why`. */
 static int coopmat_device_ok(const vk_probe_data *p, const char **why)
 {
-    if (!vk_kernel_available(VK_K_ATTN_COOPMAT_NV)) *why = "the installed glslang could not compile the NV coopmat shader";
+    if (!vk_kernel_available(VK_K_ATTN_COOPMAT_NV) && !vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG)) *why = "the installed glslang could not compile the NV coopmat shader";
     else if (!(p->flags & MXA_VK_F_COOPMAT_NV)) *why = "no VK_NV_cooperative_matrix";
     else if (!(p->flags & MXA_VK_F_NV_F16_161616)) *why = "no fp16 16x16x16 cooperative matrix shape";
     else if (!(p->flags & MXA_VK_F_STORAGE16) || !(p->flags & MXA_VK_F_FP16)) *why = "no fp16 arithmetic/storage";
@@ -52,18 +56,27 @@ const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_ca
         else if (call->bc != 64) coop = 0, why = "the coopmat kernel is built for bc = 64";
         else if (call->q.d > 128) coop = 0, why = "the coopmat kernel holds at most D = 128 in registers";
     }
+    const int smem = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV);
+    const int regs = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG) && (probe->flags & MXA_VK_F_MMA_LAYOUT);
+    const char *no_regs = !coop ? why : probe->layout_note[0] ? probe->layout_note : "no layout check ran";
     if (forced && strcmp(forced, "scalar") == 0) {
         snprintf(reason, reason_size, "MXA_KERNEL=scalar");
         return "scalar";
     }
-    if (forced && strcmp(forced, "coopmat-nv-f16") == 0 && !coop) {
-        snprintf(reason, reason_size, "MXA_KERNEL=coopmat-nv-f16 is not possible here (%s): scalar", why);
+    if (forced && ((strcmp(forced, "coopmat-nv-f16") == 0 && !regs) || (strcmp(forced, "coopmat-nv-f16-smem") == 0 && !smem))) {
+        snprintf(reason, reason_size, "MXA_KERNEL=%s is not possible here (%s): scalar", forced,
+                 strcmp(forced, "coopmat-nv-f16") == 0 ? no_regs : why);
         return "scalar";
     }
-    if (coop) {
-        snprintf(reason, reason_size, "NV cooperative matrix fp16 16x16x16 on exact MXFP4 values (int-dot variant not built%s)",
-                 mxa_env_flag("MXA_DISABLE_INT_DOT") ? "; MXA_DISABLE_INT_DOT=1" : "");
+    if (regs && !(forced && strcmp(forced, "coopmat-nv-f16-smem") == 0)) {
+        snprintf(reason, reason_size, "NV cooperative matrix fp16 16x16x16 on exact MXFP4 values, softmax in registers (%s)",
+                 probe->layout_note);
         return "coopmat-nv-f16";
+    }
+    if (smem) {
+        snprintf(reason, reason_size, "NV cooperative matrix fp16 16x16x16 on exact MXFP4 values, softmax through shared memory%s%s",
+                 forced ? " (MXA_KERNEL)" : ": ", forced ? "" : no_regs);
+        return "coopmat-nv-f16-smem";
     }
     snprintf(reason, reason_size, "scalar: %s", why);
     return "scalar";
@@ -96,7 +109,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
 {
     char reason[MXA_REASON_LEN];
     const char *variant = vk_choose_variant(dev->probe, call, reason, sizeof reason);
-    const int coop = strcmp(variant, "coopmat-nv-f16") == 0;
+    const int regs = strcmp(variant, "coopmat-nv-f16") == 0, coop = regs || strcmp(variant, "coopmat-nv-f16-smem") == 0;
     const mxa_attention_desc *desc = &call->desc;
     const uint64_t b = (uint64_t)call->q.b, h = (uint64_t)call->q.h, hkv = (uint64_t)call->k.h;
     const uint64_t nq = (uint64_t)call->q.n, nk = (uint64_t)call->k.n, d = (uint64_t)call->q.d;
@@ -137,8 +150,8 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
       pk = {(uint32_t)(b * hkv * nk), (uint32_t)nk, (uint32_t)nk_pad, koff, desc->hadamard != 0, qk, kind, t,
             mxa_hadamard_norm((int)d)};
     struct {
-        uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass;
-    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, voff, qv, kind, t, 1};
+        uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose;
+    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, voff, qv, kind, t, 1, (uint32_t)regs};
     const int32_t spec_d[4] = {(int32_t)d, 0, 0, 0};
     uint32_t gx, gy;
     vk_batch batch;
@@ -170,7 +183,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
                 desc->causal != 0, qpq, pnq, kind, t, desc->scale};
         const int32_t spec[4] = {(int32_t)d, call->bc, COOP_WARPS, COOP_WARPS * 32};
         vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
-        st = vk_batch_dispatch(&batch, VK_K_ATTN_COOPMAT_NV, spec, COOP_WARPS * 32, ba, 8, &pa, sizeof pa,
+        st = vk_batch_dispatch(&batch, regs ? VK_K_ATTN_COOPMAT_NV_REG : VK_K_ATTN_COOPMAT_NV, spec, COOP_WARPS * 32, ba, 8, &pa, sizeof pa,
                                (uint32_t)(nq_pad / COOP_ROWS), (uint32_t)h, (uint32_t)b);
     } else {
         struct {

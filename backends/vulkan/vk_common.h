@@ -48,6 +48,7 @@ typedef VkResult(VKAPI_PTR *mxa_pfn_coopmat_props_khr)(VkPhysicalDevice, uint32_
 #define MXA_VK_F_NV_I8_161632 (1u << 9)   /* NV coopmat int8 16x16x32 -> int32 */
 #define MXA_VK_F_SUBGROUP_SHUFFLE (1u << 10)
 #define MXA_VK_F_SUBGROUP_ARITH (1u << 11)
+#define MXA_VK_F_MMA_LAYOUT (1u << 12)    /* NV coopmat fp16 fragments in the mma.sync layout (checked by a kernel) */
 
 /* What the probe learns about one physical device (probe_data of the runtime). */
 typedef struct vk_probe_data {
@@ -61,6 +62,7 @@ typedef struct vk_probe_data {
     uint32_t timestamp_bits;      /* of the compute queue family; 0 = no timing */
     float timestamp_period;       /* ns per tick */
     uint32_t queue_family;
+    char layout_note[96];         /* what the coopmat fragment-layout check found */
 } vk_probe_data;
 
 /* A device buffer (what mxa_buffer handles point to). */
@@ -80,6 +82,8 @@ typedef enum vk_kernel {
     VK_K_PREP_V_F16,
     VK_K_ATTN_SCALAR,
     VK_K_ATTN_COOPMAT_NV,
+    VK_K_ATTN_COOPMAT_NV_REG,
+    VK_K_COOPMAT_LAYOUT,
     VK_K_COUNT
 } vk_kernel;
 
@@ -157,6 +161,12 @@ mxa_status vk_batch_submit(vk_batch *batch, double *seconds);
 void vk_pipelines_destroy(vk_device *dev);
 /* Splits n invocations of local size `local` into an x * y grid (the shaders fold y back). */
 void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy);
+
+/* ---- vk_coopmat_layout.c ---- */
+/* Runs coopmat_layout.comp on the device: 1 when its NV fp16 cooperative-matrix fragments
+ * follow the mma.sync element layout the register-softmax kernel relies on; otherwise 0
+ * with the reason in `note`. */
+int vk_coopmat_mma_layout(const vk_probe_data *probe, char *note, size_t note_size);
 
 /* ---- vk_quantize.c / vk_attention.c ---- */
 mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);

@@ -30,6 +30,12 @@ static const spirv_blob blobs[VK_K_COUNT] = {
 #ifdef MXA_VK_HAVE_ATTN_COOPMAT_NV
     [VK_K_ATTN_COOPMAT_NV] = BLOB(mxa_spv_attn_coopmat_nv, "attn_coopmat_nv"),
 #endif
+#ifdef MXA_VK_HAVE_ATTN_COOPMAT_NV_REG
+    [VK_K_ATTN_COOPMAT_NV_REG] = BLOB(mxa_spv_attn_coopmat_nv_reg, "attn_coopmat_nv_reg"),
+#endif
+#ifdef MXA_VK_HAVE_COOPMAT_LAYOUT
+    [VK_K_COOPMAT_LAYOUT] = BLOB(mxa_spv_coopmat_layout, "coopmat_layout"),
+#endif
 };
 
 int vk_kernel_available(vk_kernel kernel)

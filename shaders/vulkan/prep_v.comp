@@ -1,7 +1,8 @@
 #version 450
 // V preparation for attention: one invocation per (kv head, 32-token block, column c).
 // Quantizes V in blocks of 32 tokens along each column (the contraction axis of P V);
-// tokens past n are zero padding. Output row-major [heads, n_pad, D], like V.
+// tokens past n are zero padding. Output row-major [heads, n_pad, D], like V, or with
+// `transpose` V^T [heads, D, n_pad] (the register coopmat kernel's layout).
 //   default:   fp32 decoded values (the scalar kernel's input)
 //   OUT_F16:   fp16 values divided by 2^E, E the column's largest block exponent, and
 //              colscale[head, c] = 2^E: exact in fp16 whatever the absolute scale.
@@ -27,7 +28,7 @@ layout(std430, binding = 2) writeonly buffer R { float colscale[]; };
 layout(std430, binding = 3) buffer M { uint colmax[]; };
 
 layout(push_constant) uniform P {
-    uint heads, n, n_pad, x_offset, quant, kind, t, pass_;
+    uint heads, n, n_pad, x_offset, quant, kind, t, pass_, transpose;
 } pc;
 
 void main()
@@ -66,7 +67,8 @@ void main()
             val = ldexp((b >> 31) != 0u ? -m : m, e);
 #endif
         }
-        const uint dst = (head * pc.n_pad + blk * 32u + i) * uint(D) + c;
+        const uint dst = pc.transpose != 0u ? (head * uint(D) + c) * pc.n_pad + blk * 32u + i
+                                            : (head * pc.n_pad + blk * 32u + i) * uint(D) + c;
 #ifdef OUT_F16
         y[dst] = float16_t(val);
 #else

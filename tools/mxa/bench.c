@@ -458,9 +458,10 @@ static void print_table(const result *res, int count, const char *recipe, double
         snprintf(sh, sizeof sh, "%lld,%lld,%lld,%lld%s", (long long)r->s.b, (long long)r->s.h, (long long)r->s.n,
                  (long long)r->s.d, r->s.causal ? " causal" : "");
         const double tf = flops(&r->s) / r->t_recipe / 1e12;
-        printf("%-22s %-11s %10.2f %9.3f %9.2f ", sh, recipe, r->t_recipe * 1e3, tf, r->t_fp32 * 1e3);
+        printf("%-22s %-11s %10.2f %9.3f ", sh, recipe, r->t_recipe * 1e3, tf);
+        if (r->t_fp32 > 0) printf("%9.2f ", r->t_fp32 * 1e3); else printf("%9s ", "n/a");
         if (blas && r->t_blas > 0) printf("%9.2f ", r->t_blas * 1e3); else printf("%9s ", "n/a");
-        printf("%8.2f ", r->t_fp32 / r->t_recipe);
+        if (r->t_fp32 > 0) printf("%8.2f ", r->t_fp32 / r->t_recipe); else printf("%8s ", "n/a");
         if (blas && r->t_blas > 0) printf("%8.2f ", r->t_blas / r->t_recipe); else printf("%8s ", "n/a");
         if (peak > 0) printf("%7.1f%%\n", 100.0 * tf * 1e12 / peak); else printf("%8s\n", "n/a");
     }
@@ -486,9 +487,13 @@ static void print_json(const result *res, int count, const char *recipe, const c
         const result *r = &res[i];
         const double tf = flops(&r->s) / r->t_recipe / 1e12;
         printf("%s\n  {\"b\": %lld, \"h\": %lld, \"n\": %lld, \"d\": %lld, \"causal\": %s, \"variant\": \"%s\", "
-               "\"bc\": %d, \"seconds\": %.6f, \"tflops\": %.4f, \"fp32_seconds\": %.6f, \"speedup_vs_fp32\": %.3f, ",
+               "\"bc\": %d, \"seconds\": %.6f, \"tflops\": %.4f, ",
                i ? "," : "", (long long)r->s.b, (long long)r->s.h, (long long)r->s.n, (long long)r->s.d,
-               r->s.causal ? "true" : "false", r->variant, r->bc, r->t_recipe, tf, r->t_fp32, r->t_fp32 / r->t_recipe);
+               r->s.causal ? "true" : "false", r->variant, r->bc, r->t_recipe, tf);
+        if (r->t_fp32 > 0)
+            printf("\"fp32_seconds\": %.6f, \"speedup_vs_fp32\": %.3f, ", r->t_fp32, r->t_fp32 / r->t_recipe);
+        else
+            printf("\"fp32_seconds\": null, \"speedup_vs_fp32\": null, ");
         if (blas && r->t_blas > 0)
             printf("\"openblas_seconds\": %.6f, \"openblas_sgemm_seconds\": %.6f, \"speedup_vs_openblas\": %.3f, ",
                    r->t_blas, r->t_sgemm, r->t_blas / r->t_recipe);
@@ -517,8 +522,8 @@ static int parse_shape(const char *text, shape *s)
     return CLI_OK;
 }
 
-static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *base, int reps, int blas, int threads,
-                     result *r)
+static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *base, int reps, int with_fp32, int blas,
+                     int threads, result *r)
 {
     const int64_t n = s->b * s->h * s->n * s->d;
     float *q = malloc(sizeof(float) * (size_t)n), *k = malloc(sizeof(float) * (size_t)n),
@@ -527,7 +532,7 @@ static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *
     int rc = CLI_OK;
     memset(r, 0, sizeof *r);
     r->s = *s;
-    r->t_blas = r->t_sgemm = -1.0;
+    r->t_blas = r->t_sgemm = r->t_fp32 = -1.0;
     if (!q || !k || !v) {
         cli_error("bench: out of memory for %lld-element inputs", (long long)n);
         rc = CLI_FAIL;
@@ -561,8 +566,10 @@ static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *
         progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "attention", s, rep + 1, reps);
         if ((rc = attention_once(dev, &desc, &in, &t, &info))) break;
         if (rep >= 0) tr[rep] = t;
-        if ((rc = attention_once(dev, &fp32, &in, &t, &info))) break;
-        if (rep >= 0) tf[rep] = t;
+        if (with_fp32) {
+            if ((rc = attention_once(dev, &fp32, &in, &t, &info))) break;
+            if (rep >= 0) tf[rep] = t;
+        }
 #if defined(MXA_HAVE_OPENBLAS)
         if (blas) {
             progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "openblas", s, rep + 1, reps);
@@ -579,7 +586,7 @@ static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *
         snprintf(r->variant, sizeof r->variant, "%s", info.variant);
         r->bc = info.bc;
         r->t_recipe = median(tr, reps);
-        r->t_fp32 = median(tf, reps);
+        if (with_fp32) r->t_fp32 = median(tf, reps);
         if (blas) {
             r->t_blas = median(tb, reps);
             r->t_sgemm = median(tg, reps);
@@ -612,6 +619,7 @@ int cmd_bench(int argc, char **argv)
         {"--reps", "N", "timed repetitions after one warm-up (default 5); the median is reported", NULL},
         {"--no-blas", NULL, "skip the OpenBLAS materialised baseline", NULL},
         {"--json", NULL, "print JSON to stdout instead of the table", NULL},
+        {"--no-fp32", NULL, "skip the same device's fp32 recipe (slow on a GPU without an fp32 matrix kernel)", NULL},
     };
     cli_spec spec = {"bench", "[--device ID] [--shape B,H,N,D | --shapes PRESET] [--recipe R] [--causal] [--json]",
                      "Times a recipe, the same device's fp32 recipe and an OpenBLAS materialised fp32\n"
@@ -677,7 +685,7 @@ int cmd_bench(int argc, char **argv)
     if (threads < 1) threads = 1;
 
     result res[8];
-    for (int i = 0; i < count && !rc; i++) rc = run_shape(dev, &shapes[i], &desc, (int)reps, blas, (int)threads, &res[i]);
+    for (int i = 0; i < count && !rc; i++) rc = run_shape(dev, &shapes[i], &desc, (int)reps, options[9].value == NULL, blas, (int)threads, &res[i]);
     double peak = 0.0;
     if (!rc && strcmp(info.backend, "cpu") == 0) {
         progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "int8-peak", &shapes[0], 0, 1);

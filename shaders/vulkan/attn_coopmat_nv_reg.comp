@@ -1,0 +1,216 @@
+#version 450
+// Attention, NV cooperative matrix fp16 16x16x16 -> fp32 with the online softmax in
+// registers (FlashAttention-2 style). Inputs are the exact MXFP4 values of prep_*.comp
+// (OUT_F16) divided by a power of two per Q/K row and per V column, so every product
+// is exact; only fp32 summation order differs from the reference.
+//
+// The softmax reads and writes accumulator elements by index. That needs the element ->
+// (row, column) map of the driver, which the Vulkan extension leaves open: the backend
+// runs coopmat_layout.comp once per device and uses this kernel only when element i of
+// lane L (g = L / 4, t = L % 4) is row g + 8 * (i / 2 % 2), column 2t + i % 2 + 8 * (i / 4)
+// for both the fp16 A and the fp32 accumulator matrices (the mma.sync layout), so that
+// the P accumulator elements land in A elements of the same index.
+//
+// Workgroup: WARPS subgroups, 16 query rows each. Per key tile (BC = 64) the workgroup
+// copies K (keys x D) and V^T (D x keys) into shared memory with 16-byte loads; each
+// subgroup computes S = Q K^T (KT x DT MMAs), scales and masks it, takes row maxima with
+// quad shuffles (a row lives in 4 lanes), P~ = exp(S - m), P^ = MXFP4(P~) per 32-key
+// block (2 x 16 columns of one row: 8 elements in each of 4 lanes), rescales O by alpha
+// and accumulates O += (2^12 P^) V (KT x DT MMAs).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_control_flow_attributes : require
+#include "mxfp4.glsl"
+
+layout(constant_id = 0) const int D = 128;
+layout(constant_id = 1) const int BC = 64; // two 32-key P blocks per tile
+layout(constant_id = 2) const int WARPS = 4;
+layout(local_size_x_id = 3) in;
+const int DT = D / 16;
+const int KT = BC / 16;
+const int THREADS = WARPS * 32;
+const int KSTR = D / 8 + 1;  // sK row stride in uvec4 (8 halves); the +1 spreads fragment rows over banks
+const int VSTR = BC / 8 + 1; // sV row stride in uvec4
+const float P_SCALE = 4096.0; // P^ <= 1: 2^12 keeps blocks down to 2^-36 exact in fp16
+
+layout(std430, binding = 0) readonly buffer QB { float16_t q[]; }; // [b*h, nq_pad, D]
+layout(std430, binding = 1) readonly buffer KB { uvec4 k4[]; };    // [b*hkv, nk_pad, D] fp16
+layout(std430, binding = 2) readonly buffer VB { uvec4 v4[]; };    // [b*hkv, D, nk_pad] fp16 (V^T)
+layout(std430, binding = 3) readonly buffer QS { float qscale[]; }; // [b*h, nq_pad]
+layout(std430, binding = 4) readonly buffer KS { float kscale[]; }; // [b*hkv, nk_pad]
+layout(std430, binding = 5) readonly buffer VS { float vscale[]; }; // [b*hkv, D]
+layout(std430, binding = 6) writeonly buffer OB { float o[]; };
+layout(std430, binding = 7) writeonly buffer LB { float lse[]; };
+
+layout(push_constant) uniform P {
+    uint h, hkv, nq, nk, nq_pad, nk_pad, o_offset, causal, quant_p, pnq, kind, t;
+    float scale;
+} pc;
+
+shared uvec4 sK[BC * KSTR]; // K tile, row-major: sK[key][d]
+shared uvec4 sV[D * VSTR];  // V^T tile: sV[d][key]
+shared float sKs[BC];       // the tile's K row scales
+
+// Element i of this lane's accumulator: row offset 0 or 8 (rows g, g + 8) and column.
+bool elem_low(int i) { return (i & 2) != 0; }
+uint elem_col(int i, uint t4) { return 8u * uint(i >> 2) + 2u * t4 + uint(i & 1); }
+
+float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
+uint quad_max(uint x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
+float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShuffleXor(x, 2u); }
+
+// E2M1(p * 2^-ex) * 2^ex for p in [0, 1], ex in [-127, -2]: the scaling is an exact power
+// of two, so float compares give the RNE code of mx_code (a subnormal p may flush to 0:
+// its weight is below 2^-126 of the row maximum).
+float quantize_p(float p, float up, float down)
+{
+    const float v = p * up;
+    const float c = float(v > 0.25) + float(v >= 0.75) + float(v > 1.25) + float(v >= 1.75);
+    return (v > 5.0 ? 6.0 : v >= 3.5 ? 4.0 : v > 2.5 ? 3.0 : 0.5 * c) * down;
+}
+
+void main()
+{
+    const float NEG_INF = uintBitsToFloat(0xff800000u);
+    const uint tid = gl_LocalInvocationID.x, w = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+    const uint g = lane >> 2, t4 = lane & 3u;
+    const uint hh = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    const uint bh = b * pc.h + hh, kvh = b * pc.hkv + hh / (pc.h / pc.hkv);
+    const uint wg0 = gl_WorkGroupID.x * uint(WARPS * 16), i0 = wg0 + w * 16u;
+    const uint row_hi = i0 + g, row_lo = row_hi + 8u;
+
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> qa[DT];
+    [[unroll]] for (int dt = 0; dt < DT; dt++)
+        coopMatLoadNV(qa[dt], q, (bh * pc.nq_pad + i0) * uint(D) + uint(dt * 16), uint(D), false);
+    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> oacc[DT];
+    [[unroll]] for (int dt = 0; dt < DT; dt++) oacc[dt] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+
+    const float qs_hi = qscale[bh * pc.nq_pad + row_hi] * pc.scale, qs_lo = qscale[bh * pc.nq_pad + row_lo] * pc.scale;
+    const int shift = int(pc.nk) - int(pc.nq);
+    const int last_hi = pc.causal != 0u ? int(row_hi) + shift : int(pc.nk) - 1;
+    const int last_lo = pc.causal != 0u ? int(row_lo) + shift : int(pc.nk) - 1;
+    // every subgroup helps load every tile the workgroup's last real row sees
+    const int wg_row = min(int(wg0) + WARPS * 16 - 1, int(pc.nq) - 1);
+    const int wg_last = pc.causal != 0u ? min(int(pc.nk) - 1, wg_row + shift) : int(pc.nk) - 1;
+    const int warp_last = pc.causal != 0u ? min(int(pc.nk) - 1, int(i0) + 15 + shift) : int(pc.nk) - 1;
+    const int ntiles = wg_last < 0 ? 0 : wg_last / BC + 1;
+    const uint k_row0 = kvh * pc.nk_pad, v_row0 = kvh * uint(D);
+    float m_hi = NEG_INF, m_lo = NEG_INF, l_hi = 0.0, l_lo = 0.0;
+
+    for (int tile = 0; tile < ntiles; tile++) {
+        const uint j0 = uint(tile * BC);
+        barrier(); // every subgroup is done with the previous tile
+        [[unroll]] for (int u = 0; u < BC * D / 8 / THREADS; u++) {
+            const uint idx = tid + uint(u * THREADS), r = idx / uint(D / 8), c = idx % uint(D / 8);
+            sK[r * uint(KSTR) + c] = k4[(k_row0 + j0 + r) * uint(D / 8) + c];
+        }
+        [[unroll]] for (int u = 0; u < D * BC / 8 / THREADS; u++) {
+            const uint idx = tid + uint(u * THREADS), r = idx / uint(BC / 8), c = idx % uint(BC / 8);
+            sV[r * uint(VSTR) + c] = v4[((v_row0 + r) * pc.nk_pad + j0) / 8u + c];
+        }
+        if (tid < uint(BC)) sKs[tid] = kscale[k_row0 + j0 + tid];
+        barrier();
+        if (int(j0) > warp_last) continue; // this subgroup's rows see none of these keys
+
+        fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> s[KT];
+        [[unroll]] for (int kt = 0; kt < KT; kt++) {
+            s[kt] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+            [[unroll]] for (int dt = 0; dt < DT; dt++) {
+                fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> kb;
+                coopMatLoadNV(kb, sK, uint(kt * 16 * KSTR + dt * 2), uint(KSTR), true);
+                s[kt] = coopMatMulAddNV(qa[dt], kb, s[kt]);
+            }
+        }
+
+        // scale and mask; row maxima
+        float mx_hi = NEG_INF, mx_lo = NEG_INF;
+        [[unroll]] for (int kt = 0; kt < KT; kt++) {
+            [[unroll]] for (int i = 0; i < 8; i++) {
+                const uint col = uint(kt * 16) + elem_col(i, t4);
+                const int j = int(j0 + col);
+                const bool lo = elem_low(i);
+                const bool visible = j <= (lo ? last_lo : last_hi) && j < int(pc.nk);
+                const float v = visible ? s[kt][i] * sKs[col] * (lo ? qs_lo : qs_hi) : NEG_INF;
+                s[kt][i] = v;
+                if (lo) mx_lo = max(mx_lo, v);
+                else mx_hi = max(mx_hi, v);
+            }
+        }
+        const float mn_hi = max(m_hi, quad_max(mx_hi)), mn_lo = max(m_lo, quad_max(mx_lo));
+        const float alpha_hi = mn_hi == NEG_INF ? 1.0 : exp(m_hi - mn_hi);
+        const float alpha_lo = mn_lo == NEG_INF ? 1.0 : exp(m_lo - mn_lo);
+
+        // P~ = exp(S - m), then P^ per 32-key block (tiles kt = 2 blk, 2 blk + 1)
+        float sum_t_hi = 0.0, sum_t_lo = 0.0, sum_h_hi = 0.0, sum_h_lo = 0.0;
+        [[unroll]] for (int blk = 0; blk < KT / 2; blk++) {
+            uint bits_hi = 0u, bits_lo = 0u;
+            [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
+                [[unroll]] for (int i = 0; i < 8; i++) {
+                    const bool lo = elem_low(i);
+                    const float v = s[kt][i];
+                    const float p = v == NEG_INF ? 0.0 : exp(v - (lo ? mn_lo : mn_hi));
+                    s[kt][i] = p;
+                    if (lo) { sum_t_lo += p; bits_lo = max(bits_lo, floatBitsToUint(p)); }
+                    else { sum_t_hi += p; bits_hi = max(bits_hi, floatBitsToUint(p)); }
+                }
+            }
+            if (pc.quant_p != 0u) {
+                const int ex_hi = mx_exponent(quad_max(bits_hi), pc.kind, pc.t);
+                const int ex_lo = mx_exponent(quad_max(bits_lo), pc.kind, pc.t);
+                const float up_hi = uintBitsToFloat(uint(127 - ex_hi) << 23), down_hi = ldexp(1.0, ex_hi);
+                const float up_lo = uintBitsToFloat(uint(127 - ex_lo) << 23), down_lo = ldexp(1.0, ex_lo);
+                [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
+                    [[unroll]] for (int i = 0; i < 8; i++) {
+                        const bool lo = elem_low(i);
+                        const float p = quantize_p(s[kt][i], lo ? up_lo : up_hi, lo ? down_lo : down_hi);
+                        s[kt][i] = p;
+                        if (lo) sum_h_lo += p;
+                        else sum_h_hi += p;
+                    }
+                }
+            }
+        }
+        const bool hat_sums = pc.pnq != 0u || pc.quant_p == 0u;
+        if (pc.quant_p == 0u) { sum_h_hi = sum_t_hi; sum_h_lo = sum_t_lo; }
+        const float rs_hi = quad_sum(hat_sums ? sum_h_hi : sum_t_hi), rs_lo = quad_sum(hat_sums ? sum_h_lo : sum_t_lo);
+        if (mn_hi != NEG_INF) { l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
+        if (mn_lo != NEG_INF) { l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
+
+        if (subgroupAny(alpha_hi != 1.0 || alpha_lo != 1.0)) {
+            [[unroll]] for (int dt = 0; dt < DT; dt++)
+                [[unroll]] for (int i = 0; i < 8; i++) oacc[dt][i] *= elem_low(i) ? alpha_lo : alpha_hi;
+        }
+
+        [[unroll]] for (int kt = 0; kt < KT; kt++) {
+            fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> pa;
+            [[unroll]] for (int i = 0; i < 8; i++) pa[i] = float16_t(s[kt][i] * P_SCALE);
+            [[unroll]] for (int dt = 0; dt < DT; dt++) {
+                fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> vb;
+                coopMatLoadNV(vb, sV, uint(dt * 16 * VSTR + kt * 2), uint(VSTR), true);
+                oacc[dt] = coopMatMulAddNV(pa, vb, oacc[dt]);
+            }
+        }
+    }
+
+    // O = acc * vscale / (2^12 l)
+    const float inv_hi = m_hi == NEG_INF ? 0.0 : 1.0 / (P_SCALE * l_hi);
+    const float inv_lo = m_lo == NEG_INF ? 0.0 : 1.0 / (P_SCALE * l_lo);
+    [[unroll]] for (int dt = 0; dt < DT; dt++) {
+        [[unroll]] for (int i = 0; i < 8; i++) {
+            const bool lo = elem_low(i);
+            const uint row = lo ? row_lo : row_hi, c = uint(dt * 16) + elem_col(i, t4);
+            if (row < pc.nq)
+                o[pc.o_offset + (bh * pc.nq + row) * uint(D) + c] = oacc[dt][i] * vscale[v_row0 + c] * (lo ? inv_lo : inv_hi);
+        }
+    }
+    if (t4 == 0u) {
+        if (row_hi < pc.nq) lse[bh * pc.nq + row_hi] = m_hi == NEG_INF ? NEG_INF : m_hi + log(l_hi);
+        if (row_lo < pc.nq) lse[bh * pc.nq + row_lo] = m_lo == NEG_INF ? NEG_INF : m_lo + log(l_lo);
+    }
+}
