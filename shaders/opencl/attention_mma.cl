@@ -19,6 +19,16 @@
  * result r is then 1.5 x 2^23 + dot exactly, which saves an int-to-float
  * conversion (a quarter-rate instruction) per element, and fma(r, f,
  * -1.5 x 2^23 f) gives dot x f exactly in one instruction.
+ *
+ * Scores with one scale per row: prep.cl shifts the codes of a Q or K row
+ * whose block exponents lie within 3 of each other to the smallest one (12 <<
+ * 3 = 96 still fits int8), so all D/32 blocks chain in one int32 mma sum
+ * (|dot| <= 256 x 96 x 96 < 2^22, inside the 1.5 x 2^23 trick) and one
+ * multiply per score replaces the per-block scale fmas. Bit for bit the
+ * per-block result: with spreads <= 3 the reference's fp32 sum of the block
+ * products is exact too (integer multiples of the smallest scale, < 2^22 of
+ * them). Tiles or warps holding a row with a wider spread take the per-block
+ * path, which is exact for either layout.
  */
 #define WG 128
 #define BR 64
@@ -52,6 +62,11 @@
 #define M_TO_NATURAL(m) ((m) * LN2)
 #endif
 
+/* one-scale score path (0: per-block scales everywhere, for comparisons) */
+#ifndef MXA_QK_CHAIN
+#define MXA_QK_CHAIN 1
+#endif
+
 /* PNQ (l sums P^) or direct placement (l sums P~), fixed at build time */
 #ifndef MXA_PNQ
 #define MXA_PNQ 1
@@ -77,6 +92,21 @@ void mma16832(float d[4], const uint a[4], uint2 b)
     d[3] = as_float(r3);
 }
 
+/* d += a x b in int32: chains the blocks of one dot product */
+void mma16832_acc(int d[4], const uint a[4], uint2 b)
+{
+    int r0, r1, r2, r3;
+    MXA_ASM volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                     "{%10,%11,%12,%13};"
+                     : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(d[0]), "r"(d[1]),
+                       "r"(d[2]), "r"(d[3]));
+    d[0] = r0;
+    d[1] = r1;
+    d[2] = r2;
+    d[3] = r3;
+}
+
 float shfl_xor(float v, int mask)
 {
     uint r;
@@ -95,6 +125,15 @@ float quad_sum(float v)
 {
     v += shfl_xor(v, 1);
     return v + shfl_xor(v, 2);
+}
+
+/* whether v is nonzero in every lane of the warp (through shfl: no new PTX) */
+int warp_all(int v)
+{
+    float f = v ? 1.0f : 0.0f;
+#pragma unroll
+    for (int mask = 1; mask < 32; mask <<= 1) f = fmin(f, shfl_xor(f, mask));
+    return f != 0.0f;
 }
 
 /* 2^(e-1) for a block exponent e in [-127, 127] */
@@ -193,6 +232,14 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
             nbq[blk][1] = -BIAS * fq[blk][1];
         }
     }
+#if MXA_QK_CHAIN
+    /* every row of the warp has one scale for all its blocks (see prep.cl) */
+    int q_one = 1;
+#pragma unroll
+    for (int blk = 1; blk < DB; blk++) q_one &= fq[blk][0] == fq[0][0] && fq[blk][1] == fq[0][1];
+    q_one = warp_all(q_one);
+    const float qs[2] = {fq[0][0] * score_scale, fq[0][1] * score_scale}; /* exact: fq is a power of two */
+#endif
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     float acc[CT][4];
 #pragma unroll
@@ -232,31 +279,61 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         __local const uint *ks = cur, *vs = cur + KWORDS;
         __local const float *kf = (__local const float *)(vs + VWORDS), *vf = kf + MXA_BC * DB;
 
-        /* ---- S = Q K^T: one mma per (8 keys, 32 channels), blocks added in order */
         float s[NT][4];
+#if MXA_QK_CHAIN
+        /* ---- one-scale path when every key of the tile has one scale too */
+        int one = q_one;
+        if (one) { /* q_one is the same in the whole warp */
+            for (int key = lane; key < MXA_BC; key += 32)
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-            for (int blk = 0; blk < DB; blk++) {
-                float c[4];
-                mma16832(c, qa[blk], vload2(0, ks + (nt * 8 + g) * KPITCH + blk * 8 + 2 * t));
-                const float2 fk = vload2(0, kf + blk * MXA_BC + nt * 8 + 2 * t);
-                /* fma(r, f, -BIAS f) = dot f exactly: r f and BIAS f are exact (f a power of two) */
-                s[nt][0] = fma(fma(c[0], fq[blk][0], nbq[blk][0]), fk.x, s[nt][0]);
-                s[nt][1] = fma(fma(c[1], fq[blk][0], nbq[blk][0]), fk.y, s[nt][1]);
-                s[nt][2] = fma(fma(c[2], fq[blk][1], nbq[blk][1]), fk.x, s[nt][2]);
-                s[nt][3] = fma(fma(c[3], fq[blk][1], nbq[blk][1]), fk.y, s[nt][3]);
-            }
+                for (int blk = 1; blk < DB; blk++) one &= kf[blk * MXA_BC + key] == kf[key];
+            one = warp_all(one);
         }
-        /* ---- scale (log2 units unless MXA_EXACT_EXP), mask, row maxima */
+        if (one) {
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                int d[4] = {BIAS_BITS, BIAS_BITS, BIAS_BITS, BIAS_BITS};
+#pragma unroll
+                for (int blk = 0; blk < DB; blk++)
+                    mma16832_acc(d, qa[blk], vload2(0, ks + (nt * 8 + g) * KPITCH + blk * 8 + 2 * t));
+                const float2 fk = vload2(0, kf + nt * 8 + 2 * t);
+                const float nx = -BIAS * fk.x, ny = -BIAS * fk.y;
+                /* dot x fk exactly, then one rounding with the Q scale x score scale,
+                 * as the per-block path's exact sum times score_scale */
+                s[nt][0] = fma(as_float(d[0]), fk.x, nx) * qs[0];
+                s[nt][1] = fma(as_float(d[1]), fk.y, ny) * qs[0];
+                s[nt][2] = fma(as_float(d[2]), fk.x, nx) * qs[1];
+                s[nt][3] = fma(as_float(d[3]), fk.y, ny) * qs[1];
+            }
+        } else
+#endif
+        {
+            /* ---- S = Q K^T: one mma per (8 keys, 32 channels), blocks added in order */
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+                for (int blk = 0; blk < DB; blk++) {
+                    float c[4];
+                    mma16832(c, qa[blk], vload2(0, ks + (nt * 8 + g) * KPITCH + blk * 8 + 2 * t));
+                    const float2 fk = vload2(0, kf + blk * MXA_BC + nt * 8 + 2 * t);
+                    /* fma(r, f, -BIAS f) = dot f exactly: r f and BIAS f are exact (f a power of two) */
+                    s[nt][0] = fma(fma(c[0], fq[blk][0], nbq[blk][0]), fk.x, s[nt][0]);
+                    s[nt][1] = fma(fma(c[1], fq[blk][0], nbq[blk][0]), fk.y, s[nt][1]);
+                    s[nt][2] = fma(fma(c[2], fq[blk][1], nbq[blk][1]), fk.x, s[nt][2]);
+                    s[nt][3] = fma(fma(c[3], fq[blk][1], nbq[blk][1]), fk.y, s[nt][3]);
+                }
+            }
+            /* scale (log2 units unless MXA_EXACT_EXP) before the exp, not inside its
+             * fma: the row maximum must give exp(0) = 1 exactly (0.99999994 would
+             * lower its block's OCP exponent) */
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) s[nt][i] *= score_scale;
+        }
+        /* ---- mask, row maxima */
         float mx[2] = {-INFINITY, -INFINITY};
-        /* scaled before the exp, not inside its fma: the row maximum must give
-         * exp(0) = 1 exactly (0.99999994 would lower its block's OCP exponent) */
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) s[nt][i] *= score_scale;
         /* masks only where a tile crosses the end of the keys or the causal diagonal */
         if (j0 + MXA_BC > nk || (causal && j0 + MXA_BC - 1 > row0 + nk - nq)) {
 #pragma unroll

@@ -152,7 +152,11 @@ int mxa_word_pos(int b)
 
 /* Q or K rows as int8 "twice" codes [bh][n_pad][D] (words of each block in
  * mxa_word_pos order) and one scale 2^(e-1) per block: [bh][n_pad][D/32], or
- * [bh][D/32][n_pad] when scales_t. Same rotation and quantization as mxa_prep_qk. */
+ * [bh][D/32][n_pad] when scales_t. Same rotation and quantization as mxa_prep_qk.
+ * A row whose nonzero blocks have exponents within 3 of each other gets one
+ * scale: codes shifted left by e - min e (|12 << 3| = 96 fits int8), every
+ * block scale 2^(min e - 1); the same values, and the attention kernel sees
+ * equal scales and sums all blocks in one int32 dot product. */
 __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_pad, float norm, int hadamard,
                              int ceil_rule, uint thr, int pow2_dec, int scales_t, __global char *out,
                              __global float *exps)
@@ -171,13 +175,23 @@ __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_
         bmax[i >> 5] = m;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+    int lo = 127, hi = -127; /* exponent range of the nonzero blocks (zero blocks take any) */
+    for (int b = 0; b < d / 32; b++)
+        if (bmax[b]) {
+            const int eb = mxa_exponent(bmax[b], ceil_rule, thr, pow2_dec);
+            lo = min(lo, eb);
+            hi = max(hi, eb);
+        }
+    if (lo > hi) lo = hi = 0; /* all zero: the exponent of a zero block */
+    const int one_scale = hi - lo <= 3;
     const int e = mxa_exponent(bmax[i >> 5], ceil_rule, thr, pow2_dec);
-    const int tw = mxa_e2m1_twice(mxa_e2m1_code(a, e));
+    int tw = mxa_e2m1_twice(mxa_e2m1_code(a, e));
+    if (one_scale && tw) tw <<= e - lo; /* tw != 0: a nonzero block, lo <= e <= lo + 3 */
     const size_t r = (size_t)bh * n_pad + row;
     out[r * d + (i & ~31) + mxa_word_pos(i & 31)] = (char)((as_uint(v) >> 31) ? -tw : tw);
     if ((i & 31) == 0) {
         const size_t at = scales_t ? ((size_t)bh * (d / 32) + (i >> 5)) * n_pad + row : r * (d / 32) + (i >> 5);
-        exps[at] = mxa_half_pow2(e);
+        exps[at] = mxa_half_pow2(one_scale ? lo : e);
     }
 }
 

@@ -112,6 +112,48 @@ static void test_attention_variants(void **state)
     if (!ran) skip();
 }
 
+/* Rows whose block exponents lie far apart (the tensor-core variant's per-block
+ * score path, by warp and by key tile), just within 3 (codes shifted to 96),
+ * and with all-zero blocks, next to ordinary rows: same limits as above. */
+static void test_mixed_exponents(void **state)
+{
+    (void)state;
+    const int64_t nq = 96, nk = 600, d = 128;
+    float *q = malloc(nq * d * 4), *k = malloc(nk * d * 4), *v = malloc(nk * d * 4), *o = malloc(nq * d * 4),
+          *ref = malloc(nq * d * 4);
+    assert_true(q && k && v && o && ref);
+    tu_rng r = {23};
+    tu_fill_attention(&r, q, k, v, 1, 1, 1, nq, nk, d);
+    for (int64_t c = 0; c < 32; c++) {
+        q[20 * d + 32 + c] *= 64.0f; /* one row of the second warp: per-block path */
+        q[40 * d + c] = 0.0f;        /* a zero block */
+        for (int64_t i = 64; i < nq; i += 3) q[i * d + 64 + c] *= 8.0f; /* spreads of about 3 */
+        k[200 * d + 96 + c] *= 64.0f; /* one key of the second 128-key tile */
+        k[300 * d + 64 + c] = 0.0f;
+        for (int64_t j = 384; j < 512; j += 5) k[j * d + c] *= 8.0f;
+    }
+    for (int vi = 0; vi < 2; vi++) {
+        mxa_runtime *rt;
+        mxa_device *dev;
+        if (!clt_open(clt_variants[vi], &rt, &dev)) continue;
+        for (int recipe = 0; recipe < 2; recipe++) {
+            mxa_tensor tq = tu_tensor(q, 1, 1, nq, d), tk = tu_tensor(k, 1, 1, nk, d), tv = tu_tensor(v, 1, 1, nk, d),
+                       to = tu_tensor(o, 1, 1, nq, d), tr = tu_tensor(ref, 1, 1, nq, d);
+            mxa_attention_desc desc;
+            mxa_attention_desc_init(&desc, (mxa_recipe)recipe);
+            mxa_attention_info info;
+            assert_int_equal(mxa_attention(dev, &desc, &tq, &tk, &tv, &to, NULL, &info), MXA_OK);
+            assert_int_equal(mxa_reference_attention(&desc, info.bc, &tq, &tk, &tv, &tr, NULL, NULL), MXA_OK);
+            const double e = tu_nmse(o, ref, nq * d);
+            printf("# mixed exponents, %s %s bc%d: nmse %.3g\n", mxa_recipe_name((mxa_recipe)recipe), info.variant,
+                   info.bc, e);
+            assert_true(e <= nmse_limit[recipe]);
+        }
+        clt_close(rt, dev);
+    }
+    free(q); free(k); free(v); free(o); free(ref);
+}
+
 /* PNQ invariant: V = 1 gives O = 1 in every row (SPEC section 2). */
 static void test_pnq_ones(void **state)
 {
@@ -289,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_pnq_ones),
         cmocka_unit_test(test_device_buffers),
         cmocka_unit_test(test_attention_variants),
+        cmocka_unit_test(test_mixed_exponents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
