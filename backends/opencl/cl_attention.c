@@ -121,6 +121,26 @@ out:
     return st;
 }
 
+/* The arguments both attention kernels take right after their inputs, in the
+ * same order: output, lse, shapes, score scale, causal flag. Set in one place
+ * so that the cl-tiled and the cl-mma-ptx launchers cannot drift apart. */
+static void attention_out_args(cl_args *a, const run *r, cl_float scale)
+{
+    const cl_int has_lse = r->call->lse != NULL, causal = r->call->desc.causal != 0;
+    mxa_cl_arg(a, sizeof r->o, &r->o);
+    mxa_cl_arg(a, sizeof r->o_off, &r->o_off);
+    mxa_cl_arg(a, sizeof r->lse, &r->lse);
+    mxa_cl_arg(a, sizeof has_lse, &has_lse);
+    mxa_cl_arg(a, sizeof r->s.h, &r->s.h);
+    mxa_cl_arg(a, sizeof r->s.hkv, &r->s.hkv);
+    mxa_cl_arg(a, sizeof r->s.nq, &r->s.nq);
+    mxa_cl_arg(a, sizeof r->s.nk, &r->s.nk);
+    mxa_cl_arg(a, sizeof r->s.nq_pad, &r->s.nq_pad);
+    mxa_cl_arg(a, sizeof r->s.nk_pad, &r->s.nk_pad);
+    mxa_cl_arg(a, sizeof scale, &scale);
+    mxa_cl_arg(a, sizeof causal, &causal);
+}
+
 static mxa_status run_tiled(run *r)
 {
     cl_impl *d = r->d;
@@ -143,26 +163,12 @@ static mxa_status run_tiled(run *r)
         (st = mxa_cl_program(d, CL_FAMILY_TILED, options, &prog)) ||
         (st = mxa_cl_kernel(d, prog, "mxa_attention_tiled", &k)) || (st = prep_float(r, qp, kp, vp)))
         goto out;
-    const cl_int has_lse = call->lse != NULL, causal = call->desc.causal != 0,
-                 quant_p = (call->desc.quantize & MXA_QUANT_P) != 0,
-                 pnq = call->desc.placement == MXA_PLACEMENT_PNQ;
-    const cl_float scale = call->desc.scale;
+    const cl_int quant_p = (call->desc.quantize & MXA_QUANT_P) != 0, pnq = call->desc.placement == MXA_PLACEMENT_PNQ;
     cl_args a = {d->cl, k, 0, CL_SUCCESS};
     mxa_cl_arg(&a, sizeof qp, &qp);
     mxa_cl_arg(&a, sizeof kp, &kp);
     mxa_cl_arg(&a, sizeof vp, &vp);
-    mxa_cl_arg(&a, sizeof r->o, &r->o);
-    mxa_cl_arg(&a, sizeof r->o_off, &r->o_off);
-    mxa_cl_arg(&a, sizeof r->lse, &r->lse);
-    mxa_cl_arg(&a, sizeof has_lse, &has_lse);
-    mxa_cl_arg(&a, sizeof r->s.h, &r->s.h);
-    mxa_cl_arg(&a, sizeof r->s.hkv, &r->s.hkv);
-    mxa_cl_arg(&a, sizeof r->s.nq, &r->s.nq);
-    mxa_cl_arg(&a, sizeof r->s.nk, &r->s.nk);
-    mxa_cl_arg(&a, sizeof r->s.nq_pad, &r->s.nq_pad);
-    mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
-    mxa_cl_arg(&a, sizeof scale, &scale);
-    mxa_cl_arg(&a, sizeof causal, &causal);
+    attention_out_args(&a, r, call->desc.scale);
     mxa_cl_arg(&a, sizeof quant_p, &quant_p);
     mxa_cl_arg(&a, sizeof pnq, &pnq);
     mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
@@ -263,7 +269,6 @@ static mxa_status run_mma(run *r)
         const size_t global[3] = {dim, (size_t)r->s.nk_pad / 32, (size_t)r->s.b * r->s.hkv};
         if ((st = mxa_cl_launch(d, &a, 3, global, NULL, r->events, &r->nevents, "mxa_prep_v_i8"))) goto out;
     }
-    const cl_int has_lse = call->lse != NULL, causal = desc->causal != 0;
     /* scores in log2 units for ex2, unless the exact exp() is asked for */
     const cl_float scale = exact_exp ? desc->scale : desc->scale * 1.4426950408889634f;
     cl_args a = {d->cl, k, 0, CL_SUCCESS};
@@ -273,18 +278,7 @@ static mxa_status run_mma(run *r)
     mxa_cl_arg(&a, sizeof ke, &ke);
     mxa_cl_arg(&a, sizeof v8, &v8);
     mxa_cl_arg(&a, sizeof ve, &ve);
-    mxa_cl_arg(&a, sizeof r->o, &r->o);
-    mxa_cl_arg(&a, sizeof r->o_off, &r->o_off);
-    mxa_cl_arg(&a, sizeof r->lse, &r->lse);
-    mxa_cl_arg(&a, sizeof has_lse, &has_lse);
-    mxa_cl_arg(&a, sizeof r->s.h, &r->s.h);
-    mxa_cl_arg(&a, sizeof r->s.hkv, &r->s.hkv);
-    mxa_cl_arg(&a, sizeof r->s.nq, &r->s.nq);
-    mxa_cl_arg(&a, sizeof r->s.nk, &r->s.nk);
-    mxa_cl_arg(&a, sizeof r->s.nq_pad, &r->s.nq_pad);
-    mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
-    mxa_cl_arg(&a, sizeof scale, &scale);
-    mxa_cl_arg(&a, sizeof causal, &causal);
+    attention_out_args(&a, r, scale);
     mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
     mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
     mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);

@@ -64,6 +64,28 @@ float mxa_load_rotated(__global const float *x, ulong x_off, int n, int row, int
     return v;
 }
 
+/* MXFP4 of element i of a row held one element per work-item, v its value
+ * (called by every work-item of the row's work-group: barriers). Leaves the
+ * largest |x| bits of each 32-element block in bmax, its block's shared
+ * exponent in *e, and returns the E2M1 code of |v| under *e. bmax >= 0x7f800000:
+ * the block is not finite, and *e and the code mean nothing. One helper, so the
+ * fp32 and the int8 Q/K prep quantize alike. */
+uint mxa_quantize_in_row(float v, int i, int ceil_rule, uint thr, int pow2_dec, __local float *xs,
+                         __local uint *bmax, int *e)
+{
+    const uint a = as_uint(v) & 0x7fffffffu;
+    xs[i] = as_float(a);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if ((i & 31) == 0) {
+        uint m = 0u;
+        for (int k = 0; k < 32; k++) m = max(m, as_uint(xs[i + k]));
+        bmax[i >> 5] = m;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    *e = mxa_exponent(bmax[i >> 5], ceil_rule, thr, pow2_dec);
+    return mxa_e2m1_code(a, *e);
+}
+
 /*
  * Q or K rows: optional Walsh-Hadamard rotation (SPEC section 2 step 1, in
  * the reference's order: stages h = 1, 2, ..., D/2 of (a + b, a - b), then the
@@ -81,22 +103,9 @@ __kernel void mxa_prep_qk(__global const float *x, ulong x_off, int n, int n_pad
     const int row = get_group_id(0), bh = get_group_id(1);
     float v = mxa_load_rotated(x, x_off, n, row, bh, d, i, norm, hadamard, xs);
     if (quant) {
-        const uint a = as_uint(v) & 0x7fffffffu;
-        xs[i] = as_float(a);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if ((i & 31) == 0) {
-            uint m = 0u;
-            for (int k = 0; k < 32; k++) m = max(m, as_uint(xs[i + k]));
-            bmax[i >> 5] = m;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const uint m = bmax[i >> 5];
-        if (m >= 0x7f800000u) {
-            v = NAN;
-        } else {
-            const int e = mxa_exponent(m, ceil_rule, thr, pow2_dec);
-            v = mxa_decode(mxa_e2m1_code(a, e), as_uint(v) >> 31, e);
-        }
+        int e;
+        const uint code = mxa_quantize_in_row(v, i, ceil_rule, thr, pow2_dec, xs, bmax, &e);
+        v = bmax[i >> 5] >= 0x7f800000u ? NAN : mxa_decode(code, as_uint(v) >> 31, e);
     }
     if (transpose) out[((size_t)bh * d + i) * n_pad + row] = v;
     else out[((size_t)bh * n_pad + row) * d + i] = v;
@@ -165,16 +174,9 @@ __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_
     __local uint bmax[8];
     const int i = get_local_id(0), d = get_local_size(0);
     const int row = get_group_id(0), bh = get_group_id(1);
-    float v = mxa_load_rotated(x, x_off, n, row, bh, d, i, norm, hadamard, xs);
-    const uint a = as_uint(v) & 0x7fffffffu;
-    xs[i] = as_float(a);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    if ((i & 31) == 0) {
-        uint m = 0u;
-        for (int k = 0; k < 32; k++) m = max(m, as_uint(xs[i + k]));
-        bmax[i >> 5] = m;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    const float v = mxa_load_rotated(x, x_off, n, row, bh, d, i, norm, hadamard, xs);
+    int e;
+    int tw = mxa_e2m1_twice(mxa_quantize_in_row(v, i, ceil_rule, thr, pow2_dec, xs, bmax, &e));
     int lo = 127, hi = -127; /* exponent range of the nonzero blocks (zero blocks take any) */
     for (int b = 0; b < d / 32; b++)
         if (bmax[b]) {
@@ -184,8 +186,6 @@ __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_
         }
     if (lo > hi) lo = hi = 0; /* all zero: the exponent of a zero block */
     const int one_scale = hi - lo <= 3;
-    const int e = mxa_exponent(bmax[i >> 5], ceil_rule, thr, pow2_dec);
-    int tw = mxa_e2m1_twice(mxa_e2m1_code(a, e));
     if (one_scale && tw) tw <<= e - lo; /* tw != 0: a nonzero block, lo <= e <= lo + 3 */
     const size_t r = (size_t)bh * n_pad + row;
     out[r * d + (i & ~31) + mxa_word_pos(i & 31)] = (char)((as_uint(v) >> 31) ? -tw : tw);
