@@ -57,7 +57,7 @@ const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_ca
         else if (call->q.d > 128) coop = 0, why = "the coopmat kernel holds at most D = 128 in registers";
     }
     const int smem = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV);
-    const int regs = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG) && (probe->flags & MXA_VK_F_MMA_LAYOUT);
+    const int regs = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG) && (probe->flags & MXA_VK_F_FRAGMENT_MAP);
     const char *no_regs = !coop ? why : probe->layout_note[0] ? probe->layout_note : "no layout check ran";
     if (forced && strcmp(forced, "scalar") == 0) {
         snprintf(reason, reason_size, "MXA_KERNEL=scalar");
@@ -152,7 +152,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     struct {
         uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose;
     } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, voff, qv, kind, t, 1, (uint32_t)regs};
-    const int32_t spec_d[4] = {(int32_t)d, 0, 0, 0};
+    const int32_t spec_d[VK_SPEC_COUNT] = {(int32_t)d, 0, 0, 0, 0, 0};
     uint32_t gx, gy;
     vk_batch batch;
     const double t0 = now_seconds();
@@ -181,7 +181,8 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
             float scale;
         } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nq_pad, (uint32_t)nk_pad, ooff,
                 desc->causal != 0, qpq, pnq, kind, t, desc->scale};
-        const int32_t spec[4] = {(int32_t)d, call->bc, COOP_WARPS, COOP_WARPS * 32};
+        const int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc, COOP_WARPS, COOP_WARPS * 32,
+                                             (int32_t)dev->probe->c_map, (int32_t)dev->probe->a_from_c};
         vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
         st = vk_batch_dispatch(&batch, regs ? VK_K_ATTN_COOPMAT_NV_REG : VK_K_ATTN_COOPMAT_NV, spec, COOP_WARPS * 32, ba, 8, &pa, sizeof pa,
                                (uint32_t)(nq_pad / COOP_ROWS), (uint32_t)h, (uint32_t)b);
@@ -191,7 +192,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
             float scale;
         } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nk_pad, ooff, desc->causal != 0,
                 qpq, pnq, kind, t, (uint32_t)(b * h * nq), desc->scale};
-        const int32_t spec[4] = {(int32_t)d, call->bc, 0, 0};
+        const int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc, 0, 0, 0, 0};
         vk_buffer *ba[5] = {qp, kp, vp, ob, lb};
         vk_grid_1d(b * h * nq, 1, &gx, &gy); /* one workgroup per query row */
         st = vk_batch_dispatch(&batch, VK_K_ATTN_SCALAR, spec, 64, ba, 5, &pa, sizeof pa, gx, gy, 1);

@@ -48,7 +48,7 @@ typedef VkResult(VKAPI_PTR *mxa_pfn_coopmat_props_khr)(VkPhysicalDevice, uint32_
 #define MXA_VK_F_NV_I8_161632 (1u << 9)   /* NV coopmat int8 16x16x32 -> int32 */
 #define MXA_VK_F_SUBGROUP_SHUFFLE (1u << 10)
 #define MXA_VK_F_SUBGROUP_ARITH (1u << 11)
-#define MXA_VK_F_MMA_LAYOUT (1u << 12)    /* NV coopmat fp16 fragments in the mma.sync layout (checked by a kernel) */
+#define MXA_VK_F_FRAGMENT_MAP (1u << 12)  /* NV coopmat fp16 16x16 fragments mapped by a kernel (vk_coopmat_layout.c) */
 
 /* What the probe learns about one physical device (probe_data of the runtime). */
 typedef struct vk_probe_data {
@@ -62,6 +62,7 @@ typedef struct vk_probe_data {
     uint32_t timestamp_bits;      /* of the compute queue family; 0 = no timing */
     float timestamp_period;       /* ns per tick */
     uint32_t queue_family;
+    uint32_t c_map, a_from_c;     /* the fragment map (MXA_VK_F_FRAGMENT_MAP), as attn_coopmat_nv_reg.comp takes it */
     char layout_note[96];         /* what the coopmat fragment-layout check found */
 } vk_probe_data;
 
@@ -88,12 +89,13 @@ typedef enum vk_kernel {
 } vk_kernel;
 
 #define VK_MAX_BINDINGS 8
+#define VK_SPEC_COUNT 6 /* specialization constants 0..5 of every pipeline */
 #define VK_MAX_PIPELINES 32
 #define VK_MAX_TIMESTAMPS 16 /* start, one after each dispatch (debug log), end */
 
 typedef struct vk_pipeline {
     vk_kernel kernel;
-    int32_t spec[4];
+    int32_t spec[VK_SPEC_COUNT];
     VkPipeline pipeline;
 } vk_pipeline;
 
@@ -154,7 +156,7 @@ typedef struct vk_batch {
 int vk_kernel_available(vk_kernel kernel);
 mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch);
 mxa_status vk_batch_fill(vk_batch *batch, vk_buffer *buf, VkDeviceSize size);
-mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[4], uint32_t local_size,
+mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t local_size,
                              vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,
                              uint32_t gx, uint32_t gy, uint32_t gz);
 mxa_status vk_batch_submit(vk_batch *batch, double *seconds);
@@ -163,10 +165,13 @@ void vk_pipelines_destroy(vk_device *dev);
 void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy);
 
 /* ---- vk_coopmat_layout.c ---- */
-/* Runs coopmat_layout.comp on the device: 1 when its NV fp16 cooperative-matrix fragments
- * follow the mma.sync element layout the register-softmax kernel relies on; otherwise 0
- * with the reason in `note`. */
-int vk_coopmat_mma_layout(const vk_probe_data *probe, char *note, size_t note_size);
+/* Runs coopmat_layout.comp on the device: 1 when its NV 16x16 cooperative-matrix fragments
+ * have the quad structure the register-softmax kernel relies on, with the element orders
+ * in probe->c_map and probe->a_from_c; otherwise 0. What it found goes to probe->layout_note. */
+int vk_coopmat_fragment_map(vk_probe_data *probe);
+/* The decoding step on the kernel's output (VK_LAYOUT_VALUES floats; see coopmat_layout.comp). */
+#define VK_LAYOUT_VALUES 514
+int vk_fragment_map_decode(const float *values, vk_probe_data *probe);
 
 /* ---- vk_quantize.c / vk_attention.c ---- */
 mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);

@@ -66,7 +66,7 @@ void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy)
     }
 }
 
-static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t spec[4], VkPipeline *out)
+static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], VkPipeline *out)
 {
     for (int i = 0; i < dev->pipeline_count; i++) {
         const vk_pipeline *p = &dev->pipelines[i];
@@ -87,9 +87,9 @@ static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t s
             return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkCreateShaderModule(%s) failed: %s", blobs[kernel].name,
                             vk_result_name(r));
     }
-    VkSpecializationMapEntry map[4];
-    for (uint32_t i = 0; i < 4; i++) map[i] = (VkSpecializationMapEntry){i, i * 4, 4};
-    VkSpecializationInfo si = {4, map, 4 * sizeof(int32_t), spec};
+    VkSpecializationMapEntry map[VK_SPEC_COUNT];
+    for (uint32_t i = 0; i < VK_SPEC_COUNT; i++) map[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo si = {VK_SPEC_COUNT, map, VK_SPEC_COUNT * sizeof(int32_t), spec};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -101,8 +101,8 @@ static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t s
     };
     VkPipeline pipe = VK_NULL_HANDLE;
     if ((r = vkCreateComputePipelines(dev->device, dev->cache, 1, &ci, NULL, &pipe)) != VK_SUCCESS)
-        return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkCreateComputePipelines(%s, spec %d,%d,%d,%d) failed: %s",
-                        blobs[kernel].name, spec[0], spec[1], spec[2], spec[3], vk_result_name(r));
+        return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkCreateComputePipelines(%s, spec %d,%d,%d,%d,%d,%d) failed: %s",
+                        blobs[kernel].name, spec[0], spec[1], spec[2], spec[3], spec[4], spec[5], vk_result_name(r));
     vk_pipeline *p = &dev->pipelines[dev->pipeline_count++];
     p->kernel = kernel;
     memcpy(p->spec, spec, sizeof p->spec);
@@ -159,7 +159,7 @@ mxa_status vk_batch_fill(vk_batch *batch, vk_buffer *buf, VkDeviceSize size)
     return MXA_OK;
 }
 
-mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[4], uint32_t local_size,
+mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t local_size,
                              vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,
                              uint32_t gx, uint32_t gy, uint32_t gz)
 {

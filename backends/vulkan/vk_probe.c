@@ -198,9 +198,8 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     data->timestamp_bits = base.limits.timestampComputeAndGraphics || qf[data->queue_family].timestampValidBits
                                ? qf[data->queue_family].timestampValidBits : 0;
 
-    if ((data->flags & MXA_VK_F_COOPMAT_NV) && (data->flags & MXA_VK_F_NV_F16_161616) &&
-        vk_coopmat_mma_layout(data, data->layout_note, sizeof data->layout_note))
-        data->flags |= MXA_VK_F_MMA_LAYOUT;
+    if ((data->flags & MXA_VK_F_COOPMAT_NV) && (data->flags & MXA_VK_F_NV_F16_161616) && vk_coopmat_fragment_map(data))
+        data->flags |= MXA_VK_F_FRAGMENT_MAP;
 
     /* ---- the public description ---- */
     VkPhysicalDeviceMemoryProperties mem;
@@ -244,7 +243,7 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
         if (data->flags & MXA_VK_F_NV_F16_161616) add_cap(caps, cs, "(f16 16x16x16");
         if (data->flags & MXA_VK_F_NV_I8_161632) add_cap(caps, cs, "i8 16x16x32");
         if (data->flags & (MXA_VK_F_NV_F16_161616 | MXA_VK_F_NV_I8_161632)) add_cap(caps, cs, ")");
-        if (data->flags & MXA_VK_F_MMA_LAYOUT) add_cap(caps, cs, "mma-fragment-layout");
+        if (data->flags & MXA_VK_F_FRAGMENT_MAP) add_cap(caps, cs, "fragment-map");
     }
     if (data->flags & MXA_VK_F_COOPMAT_KHR) {
         info->caps |= MXA_CAP_COOPMAT;

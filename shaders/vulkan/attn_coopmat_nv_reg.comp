@@ -4,12 +4,14 @@
 // (OUT_F16) divided by a power of two per Q/K row and per V column, so every product
 // is exact; only fp32 summation order differs from the reference.
 //
-// The softmax reads and writes accumulator elements by index. That needs the element ->
-// (row, column) map of the driver, which the Vulkan extension leaves open: the backend
-// runs coopmat_layout.comp once per device and uses this kernel only when element i of
-// lane L (g = L / 4, t = L % 4) is row g + 8 * (i / 2 % 2), column 2t + i % 2 + 8 * (i / 4)
-// for both the fp16 A and the fp32 accumulator matrices (the mma.sync layout), so that
-// the P accumulator elements land in A elements of the same index.
+// The softmax reads and writes accumulator elements by index. The Vulkan extension
+// leaves the element -> (row, column) map to the driver; the backend measures it once per
+// device (coopmat_layout.comp) and uses this kernel only for the tensor-core quad layout:
+// lane L (g = L / 4, t = L % 4) holds rows g, g + 8 and columns 2t, 2t + 1, 2t + 8, 2t + 9.
+// The element order within a lane arrives as specialization constants: C_MAP gives, per
+// accumulator element, a 3-bit code (bit 0 column + 1, bit 1 row + 8, bit 2 column + 8);
+// A_FROM_C gives, per fp16 A element, the accumulator element at the same position, so
+// P moves from the S accumulator into an A matrix without leaving registers.
 //
 // Workgroup: WARPS subgroups, 16 query rows each. Per key tile (BC = 64) the workgroup
 // copies K (keys x D) and V^T (D x keys) into shared memory with 16-byte loads; each
@@ -32,6 +34,8 @@ layout(constant_id = 0) const int D = 128;
 layout(constant_id = 1) const int BC = 64; // two 32-key P blocks per tile
 layout(constant_id = 2) const int WARPS = 4;
 layout(local_size_x_id = 3) in;
+layout(constant_id = 4) const int C_MAP = 0xFAC688;    // codes 0..7 in order: the mma.sync accumulator
+layout(constant_id = 5) const int A_FROM_C = 0xFAC688; // identity
 const int DT = D / 16;
 const int KT = BC / 16;
 const int THREADS = WARPS * 32;
@@ -57,9 +61,10 @@ shared uvec4 sK[BC * KSTR]; // K tile, row-major: sK[key][d]
 shared uvec4 sV[D * VSTR];  // V^T tile: sV[d][key]
 shared float sKs[BC];       // the tile's K row scales
 
-// Element i of this lane's accumulator: row offset 0 or 8 (rows g, g + 8) and column.
-bool elem_low(int i) { return (i & 2) != 0; }
-uint elem_col(int i, uint t4) { return 8u * uint(i >> 2) + 2u * t4 + uint(i & 1); }
+// Accumulator element i of this lane: in row g + 8 ("low") or g, and its column.
+int c_code(int i) { return (C_MAP >> (3 * i)) & 7; }
+bool elem_low(int i) { return (c_code(i) & 2) != 0; }
+uint elem_col(int i, uint t4) { return 8u * uint(c_code(i) >> 2) + 2u * t4 + uint(c_code(i) & 1); }
 
 float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
 uint quad_max(uint x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
@@ -189,7 +194,7 @@ void main()
 
         [[unroll]] for (int kt = 0; kt < KT; kt++) {
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> pa;
-            [[unroll]] for (int i = 0; i < 8; i++) pa[i] = float16_t(s[kt][i] * P_SCALE);
+            [[unroll]] for (int i = 0; i < 8; i++) pa[i] = float16_t(s[kt][(A_FROM_C >> (3 * i)) & 7] * P_SCALE);
             [[unroll]] for (int dt = 0; dt < DT; dt++) {
                 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> vb;
                 coopMatLoadNV(vb, sV, uint(dt * 16 * VSTR + kt * 2), uint(VSTR), true);
