@@ -196,6 +196,7 @@ double mxa_cl_events_seconds(cl_impl *d, cl_event *events, int count)
                    d->cl->GetEventProfilingInfo(events[i], CL_PROFILING_COMMAND_END, sizeof end, &end, NULL)))
             ok = 0;
         if (ok) {
+            MXA_LOG_D("opencl: kernel %d of %d: %.3f ms", i + 1, count, (double)(end - start) * 1e-6);
             if (i == 0 || start < first) first = start;
             if (end > last) last = end;
         }

@@ -20,8 +20,9 @@
 #include "../../runtime/hadamard.h"
 #include "../../runtime/status.h"
 
-#define COOP_WARPS 4
-#define COOP_ROWS (COOP_WARPS * 16)
+#define SMEM_WARPS 4 /* attn_coopmat_nv.comp: 6 KiB of shared memory per subgroup */
+#define REG_WARPS 8  /* attn_coopmat_nv_reg.comp: 128 query rows share each K/V tile load */
+#define REG_SHARED (36u * 1024u + 256u) /* its K and V^T tiles at D = 128 */
 
 void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
 
@@ -36,7 +37,7 @@ static int coopmat_device_ok(const vk_probe_data *p, const char **why)
     else if (!(p->flags & MXA_VK_F_STORAGE16) || !(p->flags & MXA_VK_F_FP16)) *why = "no fp16 arithmetic/storage";
     else if (!(p->flags & MXA_VK_F_SUBGROUP_SHUFFLE) || !(p->flags & MXA_VK_F_SUBGROUP_ARITH)) *why = "no subgroup shuffle/vote";
     else if (p->subgroup_size != 32) *why = "the kernel maps 16 rows x 2 key blocks onto a subgroup of exactly 32";
-    else if (p->max_shared < 6u * 1024u * COOP_WARPS) *why = "too little shared memory";
+    else if (p->max_shared < 6u * 1024u * SMEM_WARPS) *why = "too little shared memory";
     else return 1;
     return 0;
 }
@@ -57,7 +58,8 @@ const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_ca
         else if (call->q.d > 128) coop = 0, why = "the coopmat kernel holds at most D = 128 in registers";
     }
     const int smem = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV);
-    const int regs = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG) && (probe->flags & MXA_VK_F_FRAGMENT_MAP);
+    const int regs = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG) && (probe->flags & MXA_VK_F_FRAGMENT_MAP) &&
+                     probe->max_shared >= REG_SHARED;
     const char *no_regs = !coop ? why : probe->layout_note[0] ? probe->layout_note : "no layout check ran";
     if (forced && strcmp(forced, "scalar") == 0) {
         snprintf(reason, reason_size, "MXA_KERNEL=scalar");
@@ -113,7 +115,8 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     const mxa_attention_desc *desc = &call->desc;
     const uint64_t b = (uint64_t)call->q.b, h = (uint64_t)call->q.h, hkv = (uint64_t)call->k.h;
     const uint64_t nq = (uint64_t)call->q.n, nk = (uint64_t)call->k.n, d = (uint64_t)call->q.d;
-    const uint64_t nq_pad = coop ? round_up(nq, COOP_ROWS) : nq, nk_pad = round_up(nk, (uint64_t)call->bc);
+    const uint64_t warps = regs ? REG_WARPS : SMEM_WARPS;
+    const uint64_t nq_pad = coop ? round_up(nq, warps * 16) : nq, nk_pad = round_up(nk, (uint64_t)call->bc);
     const uint64_t esize = coop ? 2 : 4;
     if ((b * h * nq_pad + b * hkv * nk_pad) * d >= (1ull << 31))
         return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan attention: the problem exceeds the kernels' 32-bit indexing");
@@ -164,9 +167,9 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
         return st;
     vk_buffer *bq[3] = {qin, qp, qs}, *bk[3] = {kin, kp, ks}, *bv[4] = {vin, vp, vs, vmax};
     const vk_kernel kqk = coop ? VK_K_PREP_QK_F16 : VK_K_PREP_QK_F32, kv = coop ? VK_K_PREP_V_F16 : VK_K_PREP_V_F32;
-    vk_grid_1d(b * h * nq, 64, &gx, &gy);
+    vk_grid_1d(b * h * nq, 2, &gx, &gy); /* prep_qk: two rows per workgroup */
     if ((st = vk_batch_dispatch(&batch, kqk, spec_d, 64, bq, 3, &pq, sizeof pq, gx, gy, 1))) return st;
-    vk_grid_1d(b * hkv * nk, 64, &gx, &gy);
+    vk_grid_1d(b * hkv * nk, 2, &gx, &gy);
     if ((st = vk_batch_dispatch(&batch, kqk, spec_d, 64, bk, 3, &pk, sizeof pk, gx, gy, 1))) return st;
     vk_grid_1d(b * hkv * ((nk + 31) / 32) * d, 64, &gx, &gy);
     if (coop) { /* pass 0: each V column's largest block exponent */
@@ -181,11 +184,11 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
             float scale;
         } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nq_pad, (uint32_t)nk_pad, ooff,
                 desc->causal != 0, qpq, pnq, kind, t, desc->scale};
-        const int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc, COOP_WARPS, COOP_WARPS * 32,
+        const int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc, (int32_t)warps, (int32_t)warps * 32,
                                              (int32_t)dev->probe->c_map, (int32_t)dev->probe->a_from_c};
         vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
-        st = vk_batch_dispatch(&batch, regs ? VK_K_ATTN_COOPMAT_NV_REG : VK_K_ATTN_COOPMAT_NV, spec, COOP_WARPS * 32, ba, 8, &pa, sizeof pa,
-                               (uint32_t)(nq_pad / COOP_ROWS), (uint32_t)h, (uint32_t)b);
+        st = vk_batch_dispatch(&batch, regs ? VK_K_ATTN_COOPMAT_NV_REG : VK_K_ATTN_COOPMAT_NV, spec, (uint32_t)warps * 32, ba,
+                               8, &pa, sizeof pa, (uint32_t)(nq_pad / (warps * 16)), (uint32_t)h, (uint32_t)b);
     } else {
         struct {
             uint32_t h, hkv, nq, nk, nk_pad, o_offset, causal, quant_p, pnq, kind, t, rows;

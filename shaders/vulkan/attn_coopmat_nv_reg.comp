@@ -14,7 +14,8 @@
 // P moves from the S accumulator into an A matrix without leaving registers.
 //
 // Workgroup: WARPS subgroups, 16 query rows each. Per key tile (BC = 64) the workgroup
-// copies K (keys x D) and V^T (D x keys) into shared memory with 16-byte loads; each
+// copies K (keys x D) and V^T (D x keys) into shared memory with 16-byte loads, fetched
+// into registers one tile ahead so the loads overlap the previous tile's math; each
 // subgroup computes S = Q K^T (KT x DT MMAs), scales and masks it, takes row maxima with
 // quad shuffles (a row lives in 4 lanes), P~ = exp(S - m), P^ = MXFP4(P~) per 32-key
 // block (2 x 16 columns of one row: 8 elements in each of 4 lanes), rescales O by alpha
@@ -41,6 +42,7 @@ const int KT = BC / 16;
 const int THREADS = WARPS * 32;
 const int KSTR = D / 8 + 1;  // sK row stride in uvec4 (8 halves); the +1 spreads fragment rows over banks
 const int VSTR = BC / 8 + 1; // sV row stride in uvec4
+const int PER_THREAD = BC * D / 8 / THREADS; // uvec4 of K (and of V^T) each invocation copies per tile
 const float P_SCALE = 4096.0; // P^ <= 1: 2^12 keeps blocks down to 2^-36 exact in fp16
 
 layout(std430, binding = 0) readonly buffer QB { float16_t q[]; }; // [b*h, nq_pad, D]
@@ -80,6 +82,19 @@ float quantize_p(float p, float up, float down)
     return (v > 5.0 ? 6.0 : v >= 3.5 ? 4.0 : v > 2.5 ? 3.0 : 0.5 * c) * down;
 }
 
+// This invocation's share of the key tile starting at j0: PER_THREAD uvec4 of K rows and
+// of V^T rows, and one K row scale.
+void fetch_tile(uint j0, uint tid, uint k_row0, uint v_row0, out uvec4 k_next[PER_THREAD], out uvec4 v_next[PER_THREAD],
+                out float ks_next)
+{
+    [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
+        const uint idx = tid + uint(u * THREADS);
+        k_next[u] = k4[(k_row0 + j0 + idx / uint(D / 8)) * uint(D / 8) + idx % uint(D / 8)];
+        v_next[u] = v4[((v_row0 + idx / uint(BC / 8)) * pc.nk_pad + j0) / 8u + idx % uint(BC / 8)];
+    }
+    ks_next = tid < uint(BC) ? kscale[k_row0 + j0 + tid] : 0.0;
+}
+
 void main()
 {
     const float NEG_INF = uintBitsToFloat(0xff800000u);
@@ -108,19 +123,21 @@ void main()
     const uint k_row0 = kvh * pc.nk_pad, v_row0 = kvh * uint(D);
     float m_hi = NEG_INF, m_lo = NEG_INF, l_hi = 0.0, l_lo = 0.0;
 
+    // this invocation's share of the next tile, in flight while the current one is used
+    uvec4 k_next[PER_THREAD], v_next[PER_THREAD];
+    float ks_next = 0.0;
+    if (ntiles > 0) fetch_tile(0u, tid, k_row0, v_row0, k_next, v_next, ks_next);
     for (int tile = 0; tile < ntiles; tile++) {
         const uint j0 = uint(tile * BC);
         barrier(); // every subgroup is done with the previous tile
-        [[unroll]] for (int u = 0; u < BC * D / 8 / THREADS; u++) {
-            const uint idx = tid + uint(u * THREADS), r = idx / uint(D / 8), c = idx % uint(D / 8);
-            sK[r * uint(KSTR) + c] = k4[(k_row0 + j0 + r) * uint(D / 8) + c];
+        [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
+            const uint idx = tid + uint(u * THREADS);
+            sK[idx / uint(D / 8) * uint(KSTR) + idx % uint(D / 8)] = k_next[u];
+            sV[idx / uint(BC / 8) * uint(VSTR) + idx % uint(BC / 8)] = v_next[u];
         }
-        [[unroll]] for (int u = 0; u < D * BC / 8 / THREADS; u++) {
-            const uint idx = tid + uint(u * THREADS), r = idx / uint(BC / 8), c = idx % uint(BC / 8);
-            sV[r * uint(VSTR) + c] = v4[((v_row0 + r) * pc.nk_pad + j0) / 8u + c];
-        }
-        if (tid < uint(BC)) sKs[tid] = kscale[k_row0 + j0 + tid];
+        if (tid < uint(BC)) sKs[tid] = ks_next;
         barrier();
+        if (tile + 1 < ntiles) fetch_tile(j0 + uint(BC), tid, k_row0, v_row0, k_next, v_next, ks_next);
         if (int(j0) > warp_last) continue; // this subgroup's rows see none of these keys
 
         fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> s[KT];

@@ -1,21 +1,28 @@
 #version 450
-// Q/K preparation for attention: one invocation per row of D values. Rotates by the
-// Walsh-Hadamard matrix (radix-2 in SPEC order, then * norm) and quantizes in blocks
-// of 32 along D.
+// Q/K preparation for attention: rotates rows of D values by the Walsh-Hadamard matrix
+// (radix-2 in SPEC order, then * norm) and quantizes them in blocks of 32 along D.
 //   default:  dst = decoded fp32 values, row-major [rows, D] (the scalar kernel's input)
 //   OUT_F16:  dst = fp16 values divided by 2^E (E the row's largest block exponent),
 //             rowscale = 2^E: every E2M1 value of the row stays exact in fp16 whatever
 //             the absolute scale (fp16's range is far smaller than E8M0's).
 // Rows are written to dst row (row / n) * n_pad + row % n, so heads can be padded.
+//
+// 32 invocations share a row: invocation t holds elements t + 32k (k < D / 32), so loads
+// and stores are coalesced, block k is element k of all 32, butterfly stages h < 32
+// pair invocations (through shared memory: any subgroup size) and stages h >= 32 stay
+// within one invocation. Each stage is element-wise, so the result is the sequential
+// transform's bit for bit.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
-layout(local_size_x = 64) in;
+layout(local_size_x = 64) in; // two rows
 #include "mxfp4.glsl"
 
 layout(constant_id = 0) const int D = 128;
+const int E = D / 32; // elements per invocation = blocks per row
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 #ifdef OUT_F16
@@ -30,52 +37,78 @@ layout(push_constant) uniform P {
     float norm;
 } pc;
 
+shared float sv[2 * D];       // one butterfly stage's inputs
+shared uint sbits[2 * D];     // |value| bits, for the block maxima
+shared uint sblock[2 * E];    // each block's largest |value| bits
+
 void main()
 {
-    uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x * 64u + gl_GlobalInvocationID.x;
-    if (row >= pc.rows) return;
-    float v[D];
-    for (int i = 0; i < D; i++) v[i] = x[pc.x_offset + row * uint(D) + uint(i)];
+    const uint lr = gl_LocalInvocationID.x / 32u, t = gl_LocalInvocationID.x % 32u;
+    const uint row = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 2u + lr;
+    const bool live = row < pc.rows; // no early return: barriers follow
+    const uint sbase = lr * uint(D);
+    float v[E];
+    [[unroll]] for (int k = 0; k < E; k++) v[k] = live ? x[pc.x_offset + row * uint(D) + t + uint(32 * k)] : 0.0;
     if (pc.hadamard != 0u) {
-        for (int h = 1; h < D; h *= 2)
-            for (int i = 0; i < D; i += 2 * h)
-                for (int j = i; j < i + h; j++) {
-                    float a = v[j], b = v[j + h];
-                    v[j] = a + b;
-                    v[j + h] = a - b;
+        for (uint h = 1u; h < 32u && h < uint(D); h *= 2u) {
+            [[unroll]] for (int k = 0; k < E; k++) sv[sbase + t + uint(32 * k)] = v[k];
+            barrier();
+            [[unroll]] for (int k = 0; k < E; k++) {
+                const float p = sv[sbase + (t ^ h) + uint(32 * k)];
+                v[k] = (t & h) == 0u ? v[k] + p : p - v[k];
+            }
+            barrier();
+        }
+        [[unroll]] for (int hk = 1; hk < E; hk *= 2)
+            [[unroll]] for (int k = 0; k < E; k++)
+                if ((k & hk) == 0) {
+                    const float a = v[k], b = v[k + hk];
+                    v[k] = a + b;
+                    v[k + hk] = a - b;
                 }
-        for (int i = 0; i < D; i++) v[i] *= pc.norm;
+        [[unroll]] for (int k = 0; k < E; k++) v[k] *= pc.norm;
     }
-    uint out_row = (row / pc.n) * pc.n_pad + row % pc.n;
-    uint base = out_row * uint(D);
+    const uint out_row = (row / pc.n) * pc.n_pad + row % pc.n;
+    const uint base = out_row * uint(D);
     if (pc.quant == 0u) {
+        if (live) {
+            [[unroll]] for (int k = 0; k < E; k++) {
 #ifdef OUT_F16
-        for (int i = 0; i < D; i++) y[base + uint(i)] = float16_t(v[i]);
+                y[base + t + uint(32 * k)] = float16_t(v[k]);
 #else
-        for (int i = 0; i < D; i++) y[base + uint(i)] = v[i];
+                y[base + t + uint(32 * k)] = v[k];
 #endif
-        rowscale[out_row] = 1.0;
+            }
+            if (t == 0u) rowscale[out_row] = 1.0;
+        }
         return;
     }
-    int ex[D / 32];
-    int emax = -1000;
-    for (int blk = 0; blk < D / 32; blk++) {
+    [[unroll]] for (int k = 0; k < E; k++) sbits[sbase + t + uint(32 * k)] = floatBitsToUint(v[k]) & 0x7fffffffu;
+    barrier();
+    if (t < uint(E)) {
         uint maxbits = 0u;
-        for (int i = 0; i < 32; i++) maxbits = max(maxbits, floatBitsToUint(v[blk * 32 + i]) & 0x7fffffffu);
-        ex[blk] = mx_exponent(maxbits, pc.kind, pc.t);
-        if (maxbits != 0u) emax = max(emax, ex[blk]);
+        for (uint i = 0u; i < 32u; i++) maxbits = max(maxbits, sbits[sbase + t * 32u + i]);
+        sblock[lr * uint(E) + t] = maxbits;
+    }
+    barrier();
+    if (!live) return;
+    int ex[E];
+    int emax = -1000;
+    [[unroll]] for (int k = 0; k < E; k++) {
+        const uint maxbits = sblock[lr * uint(E) + uint(k)];
+        ex[k] = mx_exponent(maxbits, pc.kind, pc.t);
+        if (maxbits != 0u) emax = max(emax, ex[k]);
     }
     if (emax == -1000) emax = 0;
-    for (int blk = 0; blk < D / 32; blk++)
-        for (int i = 0; i < 32; i++) {
-            uint b = floatBitsToUint(v[blk * 32 + i]);
-            float m = MX_E2M1[mx_code(b & 0x7fffffffu, ex[blk])];
-            float s = (b >> 31) != 0u ? -m : m;
+    [[unroll]] for (int k = 0; k < E; k++) {
+        const uint b = floatBitsToUint(v[k]);
+        const float m = MX_E2M1[mx_code(b & 0x7fffffffu, ex[k])];
+        const float s = (b >> 31) != 0u ? -m : m;
 #ifdef OUT_F16
-            y[base + uint(blk * 32 + i)] = float16_t(ldexp(s, ex[blk] - emax));
+        y[base + t + uint(32 * k)] = float16_t(ldexp(s, ex[k] - emax));
 #else
-            y[base + uint(blk * 32 + i)] = ldexp(s, ex[blk]);
+        y[base + t + uint(32 * k)] = ldexp(s, ex[k]);
 #endif
-        }
-    rowscale[out_row] = ldexp(1.0, emax);
+    }
+    if (t == 0u) rowscale[out_row] = ldexp(1.0, emax);
 }
