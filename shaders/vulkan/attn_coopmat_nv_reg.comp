@@ -73,13 +73,16 @@ uint quad_max(uint x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, sub
 float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShuffleXor(x, 2u); }
 
 // E2M1(p * 2^-ex) * 2^ex for p in [0, 1], ex in [-127, -2]: the scaling is an exact power
-// of two, so float compares give the RNE code of mx_code (a subnormal p may flush to 0:
-// its weight is below 2^-126 of the row maximum).
+// of two, so rounding v = p * 2^-ex gives the RNE code of mx_code (a subnormal p may flush
+// to 0: its weight is below 2^-126 of the row maximum). v >= 1: round the fp32 mantissa
+// to one bit (ties to even) and saturate at 6; v < 1: steps of 0.5. Equal to the
+// compare-chain form for every fp32 v in [0, 16) (checked exhaustively).
 float quantize_p(float p, float up, float down)
 {
     const float v = p * up;
-    const float c = float(v > 0.25) + float(v >= 0.75) + float(v > 1.25) + float(v >= 1.75);
-    return (v > 5.0 ? 6.0 : v >= 3.5 ? 4.0 : v > 2.5 ? 3.0 : 0.5 * c) * down;
+    const uint bits = floatBitsToUint(v);
+    const float hi = min(uintBitsToFloat((bits + 0x1fffffu + ((bits >> 22) & 1u)) & 0xffc00000u), 6.0);
+    return (v < 1.0 ? roundEven(v * 2.0) * 0.5 : hi) * down;
 }
 
 // This invocation's share of the key tile starting at j0: PER_THREAD uvec4 of K rows and
@@ -119,6 +122,7 @@ void main()
     const int wg_row = min(int(wg0) + WARPS * 16 - 1, int(pc.nq) - 1);
     const int wg_last = pc.causal != 0u ? min(int(pc.nk) - 1, wg_row + shift) : int(pc.nk) - 1;
     const int warp_last = pc.causal != 0u ? min(int(pc.nk) - 1, int(i0) + 15 + shift) : int(pc.nk) - 1;
+    const int warp_first_last = pc.causal != 0u ? int(i0) + shift : int(pc.nk) - 1; // the last key row i0 sees
     const int ntiles = wg_last < 0 ? 0 : wg_last / BC + 1;
     const uint k_row0 = kvh * pc.nk_pad, v_row0 = kvh * uint(D);
     float m_hi = NEG_INF, m_lo = NEG_INF, l_hi = 0.0, l_lo = 0.0;
@@ -150,15 +154,18 @@ void main()
             }
         }
 
-        // scale and mask; row maxima
+        // scale and mask (only tiles that reach past some row's last key); row maxima
         float mx_hi = NEG_INF, mx_lo = NEG_INF;
+        const bool masked = int(j0) + BC - 1 > min(warp_first_last, int(pc.nk) - 1);
         [[unroll]] for (int kt = 0; kt < KT; kt++) {
             [[unroll]] for (int i = 0; i < 8; i++) {
                 const uint col = uint(kt * 16) + elem_col(i, t4);
-                const int j = int(j0 + col);
                 const bool lo = elem_low(i);
-                const bool visible = j <= (lo ? last_lo : last_hi) && j < int(pc.nk);
-                const float v = visible ? s[kt][i] * sKs[col] * (lo ? qs_lo : qs_hi) : NEG_INF;
+                float v = s[kt][i] * sKs[col] * (lo ? qs_lo : qs_hi);
+                if (masked) {
+                    const int j = int(j0 + col);
+                    if (j > (lo ? last_lo : last_hi) || j >= int(pc.nk)) v = NEG_INF;
+                }
                 s[kt][i] = v;
                 if (lo) mx_lo = max(mx_lo, v);
                 else mx_hi = max(mx_hi, v);

@@ -21,6 +21,7 @@ layout(constant_id = 0) const int D = 128;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 #ifdef OUT_F16
 layout(std430, binding = 1) writeonly buffer Y { float16_t y[]; };
+layout(std430, binding = 1) writeonly buffer Y4 { uvec4 y4[]; }; // the same buffer, 8 values per store
 #else
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 #endif
@@ -30,6 +31,18 @@ layout(std430, binding = 3) buffer M { uint colmax[]; };
 layout(push_constant) uniform P {
     uint heads, n, n_pad, x_offset, quant, kind, t, pass_, transpose;
 } pc;
+
+// The value written for input bits b of a block with exponent e (the column's largest: emax).
+float prepared(uint b, int e, int emax)
+{
+    if (pc.quant == 0u) return uintBitsToFloat(b);
+    const float m = MX_E2M1[mx_code(b & 0x7fffffffu, e)];
+#ifdef OUT_F16
+    return ldexp((b >> 31) != 0u ? -m : m, e - emax); // scaled in one step: no fp32 underflow
+#else
+    return ldexp((b >> 31) != 0u ? -m : m, e);
+#endif
+}
 
 void main()
 {
@@ -55,18 +68,22 @@ void main()
     const uint cm = colmax[head * uint(D) + c];
     const int emax = cm == 0u ? 0 : int(cm) - 128;
     if (blk == 0u) colscale[head * uint(D) + c] = ldexp(1.0, emax);
+#else
+    const int emax = 0; // fp32 output keeps absolute values
+#endif
+#ifdef OUT_F16
+    if (pc.transpose != 0u) { // the block's 32 values are consecutive: four 16-byte stores
+        uint words[16];
+        for (uint i = 0u; i < 32u; i += 2u)
+            words[i / 2u] = packFloat2x16(f16vec2(prepared(bits[i], e, emax), prepared(bits[i + 1u], e, emax)));
+        const uint dst4 = ((head * uint(D) + c) * pc.n_pad + blk * 32u) / 8u;
+        for (uint w = 0u; w < 4u; w++)
+            y4[dst4 + w] = uvec4(words[4u * w], words[4u * w + 1u], words[4u * w + 2u], words[4u * w + 3u]);
+        return;
+    }
 #endif
     for (uint i = 0u; i < 32u; i++) {
-        const uint b = bits[i];
-        float val = uintBitsToFloat(b);
-        if (pc.quant != 0u) {
-            const float m = MX_E2M1[mx_code(b & 0x7fffffffu, e)];
-#ifdef OUT_F16
-            val = ldexp((b >> 31) != 0u ? -m : m, e - emax); // scaled in one step: no fp32 underflow
-#else
-            val = ldexp((b >> 31) != 0u ? -m : m, e);
-#endif
-        }
+        const float val = prepared(bits[i], e, emax);
         const uint dst = pc.transpose != 0u ? (head * uint(D) + c) * pc.n_pad + blk * 32u + i
                                             : (head * pc.n_pad + blk * 32u + i) * uint(D) + c;
 #ifdef OUT_F16
