@@ -66,6 +66,16 @@ static mxa_status tiled_config(const cl_impl *d, int dim, int bc, tiled_cfg *cfg
                     "(or exceeds 512 keys per tile); use a smaller bc", bc, dim, d->desc.local_mem);
 }
 
+/* Rows per work-group of mxa_prep_qk / mxa_prep_qk_i8 (32 work-items each):
+ * 8, or 4 for D > 128 (the kernels' local memory holds 2 x rows x D floats,
+ * at most 2 x 1024), fewer if the device's work-groups are smaller. */
+static size_t qk_rows_per_group(const cl_impl *d, int dim)
+{
+    size_t rows = dim > 128 ? 4 : 8;
+    while (rows > 1 && 32 * rows > d->desc.max_wg) rows /= 2;
+    return rows;
+}
+
 /* Rotation/quantization of Q (rows [bh][nq_pad][D]) and K (transposed [bh][D][nk_pad]), and V. */
 static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
 {
@@ -89,6 +99,7 @@ static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
         mxa_cl_arg(&a, sizeof off, &off);
         mxa_cl_arg(&a, sizeof n, &n);
         mxa_cl_arg(&a, sizeof n_pad, &n_pad);
+        mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
         mxa_cl_arg(&a, sizeof norm, &norm);
         mxa_cl_arg(&a, sizeof had, &had);
         mxa_cl_arg(&a, sizeof qk, &qk);
@@ -97,9 +108,9 @@ static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
         mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
         mxa_cl_arg(&a, sizeof transpose, &transpose);
         mxa_cl_arg(&a, sizeof dst, &dst);
-        const size_t heads = (size_t)r->s.b * (which ? r->s.hkv : r->s.h);
-        const size_t global[2] = {(size_t)r->s.d * (size_t)n_pad, heads}, local[2] = {(size_t)r->s.d, 1};
-        st = mxa_cl_launch(d, &a, 2, global, local, r->events, &r->nevents, "mxa_prep_qk");
+        const size_t heads = (size_t)r->s.b * (which ? r->s.hkv : r->s.h), rows = qk_rows_per_group(d, r->s.d);
+        const size_t global[3] = {32, ((size_t)n_pad + rows - 1) / rows * rows, heads}, local[3] = {32, rows, 1};
+        st = mxa_cl_launch(d, &a, 3, global, local, r->events, &r->nevents, "mxa_prep_qk");
     }
     if (st) goto out;
     cl_args a = {d->cl, kv, 0, CL_SUCCESS};
@@ -241,6 +252,7 @@ static mxa_status run_mma(run *r)
         mxa_cl_arg(&a, sizeof off, &off);
         mxa_cl_arg(&a, sizeof n, &n);
         mxa_cl_arg(&a, sizeof n_pad, &n_pad);
+        mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
         mxa_cl_arg(&a, sizeof norm, &norm);
         mxa_cl_arg(&a, sizeof had, &had);
         mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
@@ -249,9 +261,9 @@ static mxa_status run_mma(run *r)
         mxa_cl_arg(&a, sizeof scales_t, &scales_t);
         mxa_cl_arg(&a, sizeof dst, &dst);
         mxa_cl_arg(&a, sizeof dste, &dste);
-        const size_t heads = (size_t)r->s.b * (which ? r->s.hkv : r->s.h);
-        const size_t global[2] = {dim * (size_t)n_pad, heads}, local[2] = {dim, 1};
-        st = mxa_cl_launch(d, &a, 2, global, local, r->events, &r->nevents, "mxa_prep_qk_i8");
+        const size_t heads = (size_t)r->s.b * (which ? r->s.hkv : r->s.h), rows = qk_rows_per_group(d, r->s.d);
+        const size_t global[3] = {32, ((size_t)n_pad + rows - 1) / rows * rows, heads}, local[3] = {32, rows, 1};
+        st = mxa_cl_launch(d, &a, 3, global, local, r->events, &r->nevents, "mxa_prep_qk_i8");
     }
     if (st) goto out;
     {

@@ -41,74 +41,116 @@ __kernel void mxa_quantize_rows(__global const float *x, ulong x_off, int rows, 
     }
 }
 
-/* Element i of row `row` of head `bh` (0 past n), rotated when `hadamard`:
- * the reference's butterflies h = 1, 2, ..., d/2 of (a + b, a - b), then the fp32
- * factor `norm`. Called by every work-item of the row's work-group (barriers). */
-float mxa_load_rotated(__global const float *x, ulong x_off, int n, int row, int bh, int d, int i,
-                       float norm, int hadamard, __local float *xs)
+/*
+ * Q/K prep geometry: 32 work-items per row (local id 0 = t), several rows per
+ * work-group (local id 1; MXA_QK_ROWS at most, rows * D <= 1024); work-item t
+ * holds elements t + 32k, k < D/32 <= MXA_QK_K, so that loads and stores are
+ * coalesced and element k of the 32 work-items is block k of the row.
+ */
+#define MXA_QK_K 8
+#define MXA_QK_ROWS 8
+
+/* v[k] = element t + 32k of row `row` of head `bh` (0 past n), rotated when
+ * `hadamard`: the reference's butterflies h = 1, 2, ..., d/2 of (a + b, a - b),
+ * then the fp32 factor `norm`. Each stage is element-wise, so the result is that
+ * of the sequential transform bit for bit: stages h < 32 pair work-items t and
+ * t ^ h (through local memory, two buffers: one barrier per stage), stages
+ * h >= 32 pair elements k and k ^ (h / 32) of one work-item. xs: 2 x rows x d
+ * floats; leaves buffer 1 free. Called by every work-item of the work-group. */
+void mxa_load_rotated(__global const float *x, ulong x_off, int n, int row, int bh, int d, float norm,
+                      int hadamard, __local float *xs, float v[MXA_QK_K])
 {
-    float v = 0.0f;
-    if (row < n) v = x[x_off + ((size_t)bh * n + row) * d + i];
-    if (hadamard) {
-        xs[i] = v;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int h = 1; h < d; h *= 2) {
-            const float a = xs[i & ~h], b = xs[i | h];
-            barrier(CLK_LOCAL_MEM_FENCE);
-            v = (i & h) ? a - b : a + b;
-            xs[i] = v;
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        v = v * norm;
+    const int t = get_local_id(0), r = get_local_id(1), nr = get_local_size(1), nk = d >> 5;
+    for (int k = 0; k < MXA_QK_K; k++) v[k] = 0.0f;
+    if (row < n) {
+        __global const float *src = x + x_off + ((size_t)bh * n + row) * d + t;
+        for (int k = 0; k < MXA_QK_K; k++)
+            if (k < nk) v[k] = src[32 * k];
     }
-    return v;
+    if (!hadamard) return;
+    for (int h = 1, s = 0; h < 32; h *= 2, s ^= 1) {
+        __local float *b = xs + (s * nr + r) * d;
+        for (int k = 0; k < MXA_QK_K; k++)
+            if (k < nk) b[32 * k + t] = v[k];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 0; k < MXA_QK_K; k++)
+            if (k < nk) {
+                const float p = b[32 * k + (t ^ h)];
+                v[k] = (t & h) ? p - v[k] : v[k] + p;
+            }
+    }
+    for (int hk = 1; hk < MXA_QK_K; hk *= 2)
+        if (hk < nk) {
+            float w[MXA_QK_K];
+            for (int k = 0; k < MXA_QK_K; k++) w[k] = (k & hk) ? v[k ^ hk] - v[k] : v[k] + v[k ^ hk];
+            for (int k = 0; k < MXA_QK_K; k++) v[k] = w[k];
+        }
+    for (int k = 0; k < MXA_QK_K; k++) v[k] = v[k] * norm;
 }
 
-/* MXFP4 of element i of a row held one element per work-item, v its value
- * (called by every work-item of the row's work-group: barriers). Leaves the
- * largest |x| bits of each 32-element block in bmax, its block's shared
- * exponent in *e, and returns the E2M1 code of |v| under *e. bmax >= 0x7f800000:
- * the block is not finite, and *e and the code mean nothing. One helper, so the
- * fp32 and the int8 Q/K prep quantize alike. */
-uint mxa_quantize_in_row(float v, int i, int ceil_rule, uint thr, int pow2_dec, __local float *xs,
-                         __local uint *bmax, int *e)
+/* MXFP4 of a row held as mxa_load_rotated leaves it (called by every
+ * work-item of the work-group: barriers). Leaves the largest |x| bits of block
+ * b of the row in bmax[r * MXA_QK_K + b] (r = local id 1), the block exponents
+ * in e[k] and the E2M1 codes of |v[k]| in code[k]. bmax >= 0x7f800000: the
+ * block is not finite, and its e and codes mean nothing. One helper, so the
+ * fp32 and the int8 Q/K prep quantize alike. xs: as for mxa_load_rotated. */
+void mxa_quantize_in_row(const float v[MXA_QK_K], int d, int ceil_rule, uint thr, int pow2_dec,
+                         __local float *xs, __local uint *bmax, int e[MXA_QK_K], uint code[MXA_QK_K])
 {
-    const uint a = as_uint(v) & 0x7fffffffu;
-    xs[i] = as_float(a);
+    const int t = get_local_id(0), r = get_local_id(1), nr = get_local_size(1), nk = d >> 5;
+    __local float *a = xs + (nr + r) * d; /* buffer 1 */
+    for (int k = 0; k < MXA_QK_K; k++)
+        if (k < nk) a[32 * k + t] = as_float(as_uint(v[k]) & 0x7fffffffu);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if ((i & 31) == 0) {
+    if (t < nk) { /* block t; the start skewed by t against bank conflicts */
         uint m = 0u;
-        for (int k = 0; k < 32; k++) m = max(m, as_uint(xs[i + k]));
-        bmax[i >> 5] = m;
+        for (int j = 0; j < 32; j++) m = max(m, as_uint(a[32 * t + ((j + t) & 31)]));
+        bmax[r * MXA_QK_K + t] = m;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    *e = mxa_exponent(bmax[i >> 5], ceil_rule, thr, pow2_dec);
-    return mxa_e2m1_code(a, *e);
+    for (int k = 0; k < MXA_QK_K; k++) {
+        e[k] = 0;
+        code[k] = 0u;
+        if (k < nk) {
+            e[k] = mxa_exponent(bmax[r * MXA_QK_K + k], ceil_rule, thr, pow2_dec);
+            code[k] = mxa_e2m1_code(as_uint(v[k]) & 0x7fffffffu, e[k]);
+        }
+    }
 }
 
 /*
  * Q or K rows: optional Walsh-Hadamard rotation (SPEC section 2 step 1, in
  * the reference's order: stages h = 1, 2, ..., D/2 of (a + b, a - b), then the
  * fp32 factor `norm`), then optional MXFP4 along D.
- * Work-group = one row, D work-items; global (D * n_pad, B*H). Rows >= n are
- * zero padding. transpose = 1 writes [bh][D][n_pad] instead of [bh][n_pad][D].
+ * Work-group (32, rows, 1), see MXA_QK_K; global (32, n_pad rounded up to
+ * rows, B*H). Rows >= n are zero padding. transpose = 1 writes [bh][D][n_pad]
+ * instead of [bh][n_pad][D]. A non-finite block decodes to NaN.
  */
-__kernel void mxa_prep_qk(__global const float *x, ulong x_off, int n, int n_pad, float norm, int hadamard,
-                          int quant, int ceil_rule, uint thr, int pow2_dec, int transpose,
+__kernel void mxa_prep_qk(__global const float *x, ulong x_off, int n, int n_pad, int d, float norm,
+                          int hadamard, int quant, int ceil_rule, uint thr, int pow2_dec, int transpose,
                           __global float *out)
 {
-    __local float xs[256];
-    __local uint bmax[8];
-    const int i = get_local_id(0), d = get_local_size(0);
-    const int row = get_group_id(0), bh = get_group_id(1);
-    float v = mxa_load_rotated(x, x_off, n, row, bh, d, i, norm, hadamard, xs);
+    __local float xs[2 * 1024];
+    __local uint bmax[MXA_QK_ROWS * MXA_QK_K];
+    const int t = get_local_id(0), r = get_local_id(1), nk = d >> 5;
+    const int row = get_global_id(1), bh = get_global_id(2);
+    float v[MXA_QK_K];
+    mxa_load_rotated(x, x_off, n, row, bh, d, norm, hadamard, xs, v);
     if (quant) {
-        int e;
-        const uint code = mxa_quantize_in_row(v, i, ceil_rule, thr, pow2_dec, xs, bmax, &e);
-        v = bmax[i >> 5] >= 0x7f800000u ? NAN : mxa_decode(code, as_uint(v) >> 31, e);
+        int e[MXA_QK_K];
+        uint code[MXA_QK_K];
+        mxa_quantize_in_row(v, d, ceil_rule, thr, pow2_dec, xs, bmax, e, code);
+        for (int k = 0; k < MXA_QK_K; k++)
+            if (k < nk)
+                v[k] = bmax[r * MXA_QK_K + k] >= 0x7f800000u ? NAN : mxa_decode(code[k], as_uint(v[k]) >> 31, e[k]);
     }
-    if (transpose) out[((size_t)bh * d + i) * n_pad + row] = v;
-    else out[((size_t)bh * n_pad + row) * d + i] = v;
+    if (row >= n_pad) return; /* the last work-group's tail: after every barrier */
+    for (int k = 0; k < MXA_QK_K; k++)
+        if (k < nk) {
+            const int i = 32 * k + t;
+            if (transpose) out[((size_t)bh * d + i) * n_pad + row] = v[k];
+            else out[((size_t)bh * n_pad + row) * d + i] = v[k];
+        }
 }
 
 /*
@@ -161,38 +203,45 @@ int mxa_word_pos(int b)
 
 /* Q or K rows as int8 "twice" codes [bh][n_pad][D] (words of each block in
  * mxa_word_pos order) and one scale 2^(e-1) per block: [bh][n_pad][D/32], or
- * [bh][D/32][n_pad] when scales_t. Same rotation and quantization as mxa_prep_qk.
- * A row whose nonzero blocks have exponents within 3 of each other gets one
- * scale: codes shifted left by e - min e (|12 << 3| = 96 fits int8), every
- * block scale 2^(min e - 1); the same values, and the attention kernel sees
- * equal scales and sums all blocks in one int32 dot product. */
-__kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_pad, float norm, int hadamard,
-                             int ceil_rule, uint thr, int pow2_dec, int scales_t, __global char *out,
-                             __global float *exps)
+ * [bh][D/32][n_pad] when scales_t. Same rotation and quantization, and the same
+ * geometry, as mxa_prep_qk. A row whose nonzero blocks have exponents within 3
+ * of each other gets one scale: codes shifted left by e - min e (|12 << 3| = 96
+ * fits int8), every block scale 2^(min e - 1); the same values, and the
+ * attention kernel sees equal scales and sums all blocks in one int32 dot product. */
+__kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_pad, int d, float norm,
+                             int hadamard, int ceil_rule, uint thr, int pow2_dec, int scales_t,
+                             __global char *out, __global float *exps)
 {
-    __local float xs[256];
-    __local uint bmax[8];
-    const int i = get_local_id(0), d = get_local_size(0);
-    const int row = get_group_id(0), bh = get_group_id(1);
-    const float v = mxa_load_rotated(x, x_off, n, row, bh, d, i, norm, hadamard, xs);
-    int e;
-    int tw = mxa_e2m1_twice(mxa_quantize_in_row(v, i, ceil_rule, thr, pow2_dec, xs, bmax, &e));
+    __local float xs[2 * 1024];
+    __local uint bmax[MXA_QK_ROWS * MXA_QK_K];
+    const int t = get_local_id(0), r = get_local_id(1), nk = d >> 5;
+    const int row = get_global_id(1), bh = get_global_id(2);
+    float v[MXA_QK_K];
+    mxa_load_rotated(x, x_off, n, row, bh, d, norm, hadamard, xs, v);
+    int e[MXA_QK_K];
+    uint code[MXA_QK_K];
+    mxa_quantize_in_row(v, d, ceil_rule, thr, pow2_dec, xs, bmax, e, code);
+    if (row >= n_pad) return; /* the last work-group's tail: after every barrier */
     int lo = 127, hi = -127; /* exponent range of the nonzero blocks (zero blocks take any) */
-    for (int b = 0; b < d / 32; b++)
-        if (bmax[b]) {
-            const int eb = mxa_exponent(bmax[b], ceil_rule, thr, pow2_dec);
+    for (int b = 0; b < nk; b++)
+        if (bmax[r * MXA_QK_K + b]) {
+            const int eb = mxa_exponent(bmax[r * MXA_QK_K + b], ceil_rule, thr, pow2_dec);
             lo = min(lo, eb);
             hi = max(hi, eb);
         }
     if (lo > hi) lo = hi = 0; /* all zero: the exponent of a zero block */
     const int one_scale = hi - lo <= 3;
-    if (one_scale && tw) tw <<= e - lo; /* tw != 0: a nonzero block, lo <= e <= lo + 3 */
-    const size_t r = (size_t)bh * n_pad + row;
-    out[r * d + (i & ~31) + mxa_word_pos(i & 31)] = (char)((as_uint(v) >> 31) ? -tw : tw);
-    if ((i & 31) == 0) {
-        const size_t at = scales_t ? ((size_t)bh * (d / 32) + (i >> 5)) * n_pad + row : r * (d / 32) + (i >> 5);
-        exps[at] = mxa_half_pow2(one_scale ? lo : e);
-    }
+    const size_t rr = (size_t)bh * n_pad + row;
+    for (int k = 0; k < MXA_QK_K; k++)
+        if (k < nk) {
+            int tw = mxa_e2m1_twice(code[k]);
+            if (one_scale && tw) tw <<= e[k] - lo; /* tw != 0: a nonzero block, lo <= e <= lo + 3 */
+            out[rr * d + 32 * k + mxa_word_pos(t)] = (char)((as_uint(v[k]) >> 31) ? -tw : tw);
+            if (t == k) { /* block k's scale, one work-item each */
+                const size_t at = scales_t ? ((size_t)bh * nk + k) * n_pad + row : rr * nk + k;
+                exps[at] = mxa_half_pow2(one_scale ? lo : e[k]);
+            }
+        }
 }
 
 /* Byte p of a 32-key block of V holds key mxa_v_key(p): the order in which
