@@ -36,14 +36,19 @@ mxa_status mxa_log_set_level(mxa_log_level level)
     return MXA_OK;
 }
 
-void mxa_log(mxa_log_level level, const char *fmt, ...)
+int mxa_log_enabled(mxa_log_level level)
 {
     int current = atomic_load(&log_level);
     if (current < 0) {
         current = level_from_env();
         atomic_store(&log_level, current);
     }
-    if ((int)level > current) return;
+    return (int)level <= current;
+}
+
+void mxa_log(mxa_log_level level, const char *fmt, ...)
+{
+    if (!mxa_log_enabled(level)) return;
     char line[1024];
     va_list ap;
     va_start(ap, fmt);

@@ -58,8 +58,9 @@ const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_ca
         else if (call->q.d > 128) coop = 0, why = "the coopmat kernel holds at most D = 128 in registers";
     }
     const int smem = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV);
+    /* every invocation copies whole 16-byte pieces of each K/V tile */
     const int regs = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG) && (probe->flags & MXA_VK_F_FRAGMENT_MAP) &&
-                     probe->max_shared >= REG_SHARED;
+                     probe->max_shared >= REG_SHARED && (!call || (64 * call->q.d / 8) % (REG_WARPS * 32) == 0);
     const char *no_regs = !coop ? why : probe->layout_note[0] ? probe->layout_note : "no layout check ran";
     if (forced && strcmp(forced, "scalar") == 0) {
         snprintf(reason, reason_size, "MXA_KERNEL=scalar");

@@ -48,6 +48,7 @@ typedef VkResult(VKAPI_PTR *mxa_pfn_coopmat_props_khr)(VkPhysicalDevice, uint32_
 #define MXA_VK_F_NV_I8_161632 (1u << 9)   /* NV coopmat int8 16x16x32 -> int32 */
 #define MXA_VK_F_SUBGROUP_SHUFFLE (1u << 10)
 #define MXA_VK_F_SUBGROUP_ARITH (1u << 11)
+#define MXA_VK_F_PIPELINE_STATS (1u << 13) /* VK_KHR_pipeline_executable_properties: statistics in the debug log */
 #define MXA_VK_F_FRAGMENT_MAP (1u << 12)  /* NV coopmat fp16 16x16 fragments mapped by a kernel (vk_coopmat_layout.c) */
 
 /* What the probe learns about one physical device (probe_data of the runtime). */
@@ -118,6 +119,7 @@ typedef struct vk_device {
     VkShaderModule modules[VK_K_COUNT];
     vk_pipeline pipelines[VK_MAX_PIPELINES];
     int pipeline_count;
+    int pipeline_stats; /* VK_KHR_pipeline_executable_properties enabled: statistics to the debug log */
     uint32_t memory_device_local, memory_host_visible; /* type indices */
     VkPhysicalDeviceMemoryProperties mem_props;
     /* scratch kept between calls (grown on demand) */

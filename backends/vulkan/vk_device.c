@@ -48,12 +48,14 @@ static mxa_status create_logical(vk_device *dev)
 {
     const vk_probe_data *p = dev->probe;
     const int v12 = p->api_version >= VK_API_VERSION_1_2;
-    const char *exts[4];
+    const char *exts[5];
     uint32_t next = 0;
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceCooperativeMatrixFeaturesNV nv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pex = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     void **tail = &f2.pNext;
     if (p->flags & MXA_VK_F_STORAGE16) {
         s16.storageBuffer16BitAccess = VK_TRUE;
@@ -70,7 +72,14 @@ static mxa_status create_logical(vk_device *dev)
     if (p->flags & MXA_VK_F_COOPMAT_NV) {
         nv.cooperativeMatrix = VK_TRUE;
         *tail = &nv;
+        tail = &nv.pNext;
         exts[next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    }
+    if ((p->flags & MXA_VK_F_PIPELINE_STATS) && mxa_log_enabled(MXA_LOG_DEBUG)) { /* only when someone reads them */
+        pex.pipelineExecutableInfo = VK_TRUE;
+        *tail = &pex;
+        exts[next++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+        dev->pipeline_stats = 1;
     }
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,

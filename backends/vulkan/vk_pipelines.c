@@ -66,6 +66,33 @@ void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy)
     }
 }
 
+/* The driver's statistics of a new pipeline (registers, shared memory, spills...), one
+ * debug line: what a kernel developer looks at first when a kernel is slow. */
+static void log_statistics(vk_device *dev, VkPipeline pipe, const char *name)
+{
+    VkPipelineExecutableInfoKHR ei = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, .pipeline = pipe};
+    VkPipelineExecutableStatisticKHR stats[16];
+    uint32_t n = 16;
+    for (uint32_t i = 0; i < n; i++) stats[i] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+    VkResult r = vkGetPipelineExecutableStatisticsKHR(dev->device, &ei, &n, stats);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return;
+    char line[768];
+    int len = snprintf(line, sizeof line, "vulkan: pipeline %s:", name);
+    for (uint32_t i = 0; i < n && len > 0 && (size_t)len < sizeof line; i++) {
+        const VkPipelineExecutableStatisticKHR *s = &stats[i];
+        const size_t room = sizeof line - (size_t)len;
+        if (s->format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR)
+            len += snprintf(line + len, room, " %s=%s", s->name, s->value.b32 ? "yes" : "no");
+        else if (s->format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR)
+            len += snprintf(line + len, room, " %s=%lld", s->name, (long long)s->value.i64);
+        else if (s->format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR)
+            len += snprintf(line + len, room, " %s=%llu", s->name, (unsigned long long)s->value.u64);
+        else
+            len += snprintf(line + len, room, " %s=%g", s->name, s->value.f64);
+    }
+    MXA_LOG_D("%s", line);
+}
+
 static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], VkPipeline *out)
 {
     for (int i = 0; i < dev->pipeline_count; i++) {
@@ -92,6 +119,7 @@ static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t s
     VkSpecializationInfo si = {VK_SPEC_COUNT, map, VK_SPEC_COUNT * sizeof(int32_t), spec};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .flags = dev->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = dev->modules[kernel],
@@ -103,6 +131,7 @@ static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t s
     if ((r = vkCreateComputePipelines(dev->device, dev->cache, 1, &ci, NULL, &pipe)) != VK_SUCCESS)
         return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkCreateComputePipelines(%s, spec %d,%d,%d,%d,%d,%d) failed: %s",
                         blobs[kernel].name, spec[0], spec[1], spec[2], spec[3], spec[4], spec[5], vk_result_name(r));
+    if (dev->pipeline_stats) log_statistics(dev, pipe, blobs[kernel].name);
     vk_pipeline *p = &dev->pipelines[dev->pipeline_count++];
     p->kernel = kernel;
     memcpy(p->spec, spec, sizeof p->spec);

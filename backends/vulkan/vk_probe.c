@@ -98,6 +98,7 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     const int e_sgc = v13 || has_ext(&ext, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     const int e_nv = has_ext(&ext, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     const int e_khr = has_ext(&ext, MXA_VK_KHR_COOPMAT_NAME);
+    const int e_pex = has_ext(&ext, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     const int e_drv = v12 || has_ext(&ext, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
 
     /* ---- features: one chain, only structures whose extension/version exists ---- */
@@ -110,6 +111,8 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     VkPhysicalDeviceSubgroupSizeControlFeatures f_sgc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDeviceCooperativeMatrixFeaturesNV f_nv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     mxa_vk_coopmat_features_khr f_khr = {.sType = MXA_VK_STYPE_COOPMAT_FEATURES_KHR};
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR f_pex = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     void *tail = &f2;
     append(&tail, &f_s16);
     if (e_f16i8) append(&tail, &f_f16);
@@ -118,6 +121,7 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     if (e_sgc) append(&tail, &f_sgc);
     if (e_nv) append(&tail, &f_nv);
     if (e_khr) append(&tail, &f_khr);
+    if (e_pex) append(&tail, &f_pex);
     vkGetPhysicalDeviceFeatures2(pd, &f2);
 
     /* ---- properties: the same rule ---- */
@@ -161,6 +165,7 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     if (e_nv && f_nv.cooperativeMatrix && (p_nv.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT))
         data->flags |= MXA_VK_F_COOPMAT_NV;
     if (e_khr && f_khr.cooperativeMatrix) data->flags |= MXA_VK_F_COOPMAT_KHR;
+    if (e_pex && f_pex.pipelineExecutableInfo) data->flags |= MXA_VK_F_PIPELINE_STATS;
     if ((p_sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
         (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT))
         data->flags |= MXA_VK_F_SUBGROUP_SHUFFLE;
