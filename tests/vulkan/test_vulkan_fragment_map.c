@@ -25,6 +25,14 @@ static void synthesize(const int a[8], const int c[8], float *v)
     v[512] = v[513] = 8.0f;
 }
 
+/* Decodes what the kernel would write for these orders (v keeps it for edits). */
+static int decode(const int a[8], const int c[8], float *v, vk_probe_data *p)
+{
+    memset(p, 0, sizeof *p);
+    synthesize(a, c, v);
+    return vk_fragment_map_decode(v, p);
+}
+
 static uint32_t pack(const int x[8])
 {
     uint32_t p = 0;
@@ -38,9 +46,7 @@ static void test_mma_order(void **state)
     const int id[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     float v[VK_LAYOUT_VALUES];
     vk_probe_data p;
-    memset(&p, 0, sizeof p);
-    synthesize(id, id, v);
-    assert_int_equal(vk_fragment_map_decode(v, &p), 1);
+    assert_int_equal(decode(id, id, v, &p), 1);
     assert_int_equal(p.c_map, 0xFAC688u); /* the shader's default: codes 0..7 in order */
     assert_int_equal(p.a_from_c, 0xFAC688u);
 }
@@ -52,9 +58,7 @@ static void test_different_orders(void **state)
     const int a[8] = {0, 1, 4, 5, 2, 3, 6, 7}, c[8] = {2, 3, 0, 1, 6, 7, 4, 5};
     float v[VK_LAYOUT_VALUES];
     vk_probe_data p;
-    memset(&p, 0, sizeof p);
-    synthesize(a, c, v);
-    assert_int_equal(vk_fragment_map_decode(v, &p), 1);
+    assert_int_equal(decode(a, c, v, &p), 1);
     assert_int_equal(p.c_map, pack(c));
     /* A element i sits where accumulator element a_from_c[i] sits */
     int from[8];
