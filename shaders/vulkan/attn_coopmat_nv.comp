@@ -1,8 +1,9 @@
 #version 450
 // Attention, NV cooperative-matrix variant (fp16 16x16x16 -> fp32). Inputs are the
 // exact MXFP4 values of prep_*.comp (OUT_F16) divided by a power of two per Q/K row
-// and per V column, so every E2M1 value is exact in fp16 whatever its block scale;
-// the power-of-two factors are applied in fp32 when the S tile passes through shared
+// and per V column, so every E2M1 value is exact in fp16 whatever the absolute scale
+// (blocks within 23 binades of their row's/column's largest; see prep_qk.comp); the
+// power-of-two factors are applied in fp32 when the S tile passes through shared
 // memory. Products are exact; only fp32 summation order differs from the reference.
 //
 // One subgroup (32 lanes) owns 16 query rows; K and V fragments are loaded straight

@@ -2,7 +2,8 @@
 // Attention, NV cooperative matrix fp16 16x16x16 -> fp32 with the online softmax in
 // registers (FlashAttention-2 style). Inputs are the exact MXFP4 values of prep_*.comp
 // (OUT_F16) divided by a power of two per Q/K row and per V column, so every product
-// is exact; only fp32 summation order differs from the reference.
+// is exact (blocks within 23 binades of their row's/column's largest; see prep_qk.comp);
+// only fp32 summation order differs from the reference.
 //
 // The softmax reads and writes accumulator elements by index. The Vulkan extension
 // leaves the element -> (row, column) map to the driver; the backend measures it once per

@@ -4,7 +4,9 @@
 //   default:  dst = decoded fp32 values, row-major [rows, D] (the scalar kernel's input)
 //   OUT_F16:  dst = fp16 values divided by 2^E (E the row's largest block exponent),
 //             rowscale = 2^E: every E2M1 value of the row stays exact in fp16 whatever
-//             the absolute scale (fp16's range is far smaller than E8M0's).
+//             the absolute scale (fp16's range is far smaller than E8M0's), as long
+//             as its block exponent is within 23 of E (0.5 * 2^-23 is fp16's smallest
+//             subnormal); a block further down loses bits below 2^(E-24).
 // Rows are written to dst row (row / n) * n_pad + row % n, so heads can be padded.
 //
 // 32 invocations share a row: invocation t holds elements t + 32k (k < D / 32), so loads

@@ -5,7 +5,8 @@
 // `transpose` V^T [heads, D, n_pad] (the register coopmat kernel's layout).
 //   default:   fp32 decoded values (the scalar kernel's input)
 //   OUT_F16:   fp16 values divided by 2^E, E the column's largest block exponent, and
-//              colscale[head, c] = 2^E: exact in fp16 whatever the absolute scale.
+//              colscale[head, c] = 2^E: exact in fp16 whatever the absolute scale, for
+//              blocks within 23 binades of E (as in prep_qk.comp).
 //              Pass 0 finds E with an atomic max (colmax holds E + 128, 0 = no block);
 //              pass 1 writes.
 #extension GL_GOOGLE_include_directive : require
