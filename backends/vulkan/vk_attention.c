@@ -3,7 +3,8 @@
  * (quantize along tokens) into scratch buffers, then run one attention kernel:
  *   coopmat-nv-f16       NV cooperative matrix fp16 16x16x16 -> fp32 on the exact
  *                        MXFP4 values, rows/columns rescaled by a power of two so
- *                        every value is exact in fp16; online softmax in registers
+ *                        every value is exact in fp16 (within the bound stated in
+ *                        prep_qk.comp); online softmax in registers
  *                        (attn_coopmat_nv_reg.comp), on devices whose fragments pass
  *                        the layout check (vk_coopmat_layout.c)
  *   coopmat-nv-f16-smem  the same products, softmax through shared memory: any
