@@ -76,6 +76,38 @@ static size_t qk_rows_per_group(const cl_impl *d, int dim)
     return rows;
 }
 
+/* The rounding rule's three arguments, in the order every kernel declares them. */
+static void rule_args(cl_args *a, const run *r)
+{
+    mxa_cl_arg(a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
+    mxa_cl_arg(a, sizeof r->rule.thr, &r->rule.thr);
+    mxa_cl_arg(a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+}
+
+/* The arguments mxa_prep_qk and mxa_prep_qk_i8 start with: Q (which = 0) or K (1) as input. */
+static void qk_source_args(cl_args *a, const run *r, int which, const cl_float *norm, const cl_int *had)
+{
+    const cl_mem *src = which ? &r->k : &r->q;
+    const cl_ulong *off = which ? &r->k_off : &r->q_off;
+    const cl_int *n = which ? &r->s.nk : &r->s.nq, *n_pad = which ? &r->s.nk_pad : &r->s.nq_pad;
+    mxa_cl_arg(a, sizeof *src, src);
+    mxa_cl_arg(a, sizeof *off, off);
+    mxa_cl_arg(a, sizeof *n, n);
+    mxa_cl_arg(a, sizeof *n_pad, n_pad);
+    mxa_cl_arg(a, sizeof r->s.d, &r->s.d);
+    mxa_cl_arg(a, sizeof *norm, norm);
+    mxa_cl_arg(a, sizeof *had, had);
+}
+
+/* Launches a Q/K prep kernel: 32 work-items per row, qk_rows_per_group rows per work-group. */
+static mxa_status qk_launch(run *r, cl_args *a, int which, const char *name)
+{
+    const size_t heads = (size_t)r->s.b * (which ? r->s.hkv : r->s.h), rows = qk_rows_per_group(r->d, r->s.d);
+    const size_t n_pad = (size_t)(which ? r->s.nk_pad : r->s.nq_pad);
+    const size_t global[3] = {32, (n_pad + rows - 1) / rows * rows, heads}, local[3] = {32, rows, 1};
+    return mxa_cl_launch(r->d, a, 3, global, local, r->events, &r->nevents, name);
+}
+
 /* Rotation/quantization of Q (rows [bh][nq_pad][D]) and K (transposed [bh][D][nk_pad]), and V. */
 static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
 {
@@ -91,26 +123,15 @@ static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
         (st = mxa_cl_kernel(d, prog, "mxa_prep_qk", &kqk)) || (st = mxa_cl_kernel(d, prog, "mxa_prep_v", &kv)))
         goto out;
     for (int which = 0; which < 2 && !st; which++) {
-        const cl_mem src = which ? r->k : r->q, dst = which ? kp : qp;
-        const cl_ulong off = which ? r->k_off : r->q_off;
-        const cl_int n = which ? r->s.nk : r->s.nq, n_pad = which ? r->s.nk_pad : r->s.nq_pad, transpose = which;
+        const cl_mem dst = which ? kp : qp;
+        const cl_int transpose = which;
         cl_args a = {d->cl, kqk, 0, CL_SUCCESS};
-        mxa_cl_arg(&a, sizeof src, &src);
-        mxa_cl_arg(&a, sizeof off, &off);
-        mxa_cl_arg(&a, sizeof n, &n);
-        mxa_cl_arg(&a, sizeof n_pad, &n_pad);
-        mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
-        mxa_cl_arg(&a, sizeof norm, &norm);
-        mxa_cl_arg(&a, sizeof had, &had);
+        qk_source_args(&a, r, which, &norm, &had);
         mxa_cl_arg(&a, sizeof qk, &qk);
-        mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
-        mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
-        mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+        rule_args(&a, r);
         mxa_cl_arg(&a, sizeof transpose, &transpose);
         mxa_cl_arg(&a, sizeof dst, &dst);
-        const size_t heads = (size_t)r->s.b * (which ? r->s.hkv : r->s.h), rows = qk_rows_per_group(d, r->s.d);
-        const size_t global[3] = {32, ((size_t)n_pad + rows - 1) / rows * rows, heads}, local[3] = {32, rows, 1};
-        st = mxa_cl_launch(d, &a, 3, global, local, r->events, &r->nevents, "mxa_prep_qk");
+        st = qk_launch(r, &a, which, "mxa_prep_qk");
     }
     if (st) goto out;
     cl_args a = {d->cl, kv, 0, CL_SUCCESS};
@@ -120,9 +141,7 @@ static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
     mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
     mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
     mxa_cl_arg(&a, sizeof qv, &qv);
-    mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
-    mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
-    mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+    rule_args(&a, r);
     mxa_cl_arg(&a, sizeof vp, &vp);
     const size_t global[3] = {(size_t)r->s.d, (size_t)r->s.nk_pad / 32, (size_t)r->s.b * r->s.hkv};
     st = mxa_cl_launch(d, &a, 3, global, NULL, r->events, &r->nevents, "mxa_prep_v");
@@ -182,9 +201,7 @@ static mxa_status run_tiled(run *r)
     attention_out_args(&a, r, call->desc.scale);
     mxa_cl_arg(&a, sizeof quant_p, &quant_p);
     mxa_cl_arg(&a, sizeof pnq, &pnq);
-    mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
-    mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
-    mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+    rule_args(&a, r);
     const size_t global[2] = {128u * (size_t)(r->s.nq_pad / cfg.br), (size_t)r->s.b * r->s.h};
     const size_t local[2] = {128, 1};
     st = mxa_cl_launch(d, &a, 2, global, local, r->events, &r->nevents, "mxa_attention_tiled");
@@ -243,27 +260,15 @@ static mxa_status run_mma(run *r)
     const cl_int had = desc->hadamard != 0;
     const cl_float norm = had ? mxa_hadamard_norm(r->s.d) : 1.0f;
     for (int which = 0; which < 2 && !st; which++) {
-        const cl_mem src = which ? r->k : r->q, dst = which ? k8 : q8, dste = which ? ke : qe;
-        const cl_ulong off = which ? r->k_off : r->q_off;
-        const cl_int n = which ? r->s.nk : r->s.nq, n_pad = which ? r->s.nk_pad : r->s.nq_pad;
+        const cl_mem dst = which ? k8 : q8, dste = which ? ke : qe;
         const cl_int scales_t = which; /* K scales [block][key]: one 16-byte copy per 4 keys */
         cl_args a = {d->cl, kqk, 0, CL_SUCCESS};
-        mxa_cl_arg(&a, sizeof src, &src);
-        mxa_cl_arg(&a, sizeof off, &off);
-        mxa_cl_arg(&a, sizeof n, &n);
-        mxa_cl_arg(&a, sizeof n_pad, &n_pad);
-        mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
-        mxa_cl_arg(&a, sizeof norm, &norm);
-        mxa_cl_arg(&a, sizeof had, &had);
-        mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
-        mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
-        mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+        qk_source_args(&a, r, which, &norm, &had);
+        rule_args(&a, r);
         mxa_cl_arg(&a, sizeof scales_t, &scales_t);
         mxa_cl_arg(&a, sizeof dst, &dst);
         mxa_cl_arg(&a, sizeof dste, &dste);
-        const size_t heads = (size_t)r->s.b * (which ? r->s.hkv : r->s.h), rows = qk_rows_per_group(d, r->s.d);
-        const size_t global[3] = {32, ((size_t)n_pad + rows - 1) / rows * rows, heads}, local[3] = {32, rows, 1};
-        st = mxa_cl_launch(d, &a, 3, global, local, r->events, &r->nevents, "mxa_prep_qk_i8");
+        st = qk_launch(r, &a, which, "mxa_prep_qk_i8");
     }
     if (st) goto out;
     {
@@ -273,9 +278,7 @@ static mxa_status run_mma(run *r)
         mxa_cl_arg(&a, sizeof r->s.nk, &r->s.nk);
         mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
         mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
-        mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
-        mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
-        mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+        rule_args(&a, r);
         mxa_cl_arg(&a, sizeof v8, &v8);
         mxa_cl_arg(&a, sizeof ve, &ve);
         const size_t global[3] = {dim, (size_t)r->s.nk_pad / 32, (size_t)r->s.b * r->s.hkv};
@@ -291,9 +294,7 @@ static mxa_status run_mma(run *r)
     mxa_cl_arg(&a, sizeof v8, &v8);
     mxa_cl_arg(&a, sizeof ve, &ve);
     attention_out_args(&a, r, scale);
-    mxa_cl_arg(&a, sizeof r->rule.ceil_rule, &r->rule.ceil_rule);
-    mxa_cl_arg(&a, sizeof r->rule.thr, &r->rule.thr);
-    mxa_cl_arg(&a, sizeof r->rule.pow2_dec, &r->rule.pow2_dec);
+    rule_args(&a, r);
     const size_t global[2] = {128u * (size_t)(r->s.nq_pad / 64), (size_t)r->s.b * r->s.h}, local[2] = {128, 1};
     st = mxa_cl_launch(d, &a, 2, global, local, r->events, &r->nevents, "mxa_attention_mma");
 out:
