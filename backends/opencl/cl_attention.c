@@ -99,6 +99,16 @@ static void qk_source_args(cl_args *a, const run *r, int which, const cl_float *
     mxa_cl_arg(a, sizeof *had, had);
 }
 
+/* The arguments mxa_prep_v and mxa_prep_v_i8 start with. */
+static void v_source_args(cl_args *a, const run *r)
+{
+    mxa_cl_arg(a, sizeof r->v, &r->v);
+    mxa_cl_arg(a, sizeof r->v_off, &r->v_off);
+    mxa_cl_arg(a, sizeof r->s.nk, &r->s.nk);
+    mxa_cl_arg(a, sizeof r->s.nk_pad, &r->s.nk_pad);
+    mxa_cl_arg(a, sizeof r->s.d, &r->s.d);
+}
+
 /* Launches a Q/K prep kernel: 32 work-items per row, qk_rows_per_group rows per work-group. */
 static mxa_status qk_launch(run *r, cl_args *a, int which, const char *name)
 {
@@ -135,11 +145,7 @@ static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
     }
     if (st) goto out;
     cl_args a = {d->cl, kv, 0, CL_SUCCESS};
-    mxa_cl_arg(&a, sizeof r->v, &r->v);
-    mxa_cl_arg(&a, sizeof r->v_off, &r->v_off);
-    mxa_cl_arg(&a, sizeof r->s.nk, &r->s.nk);
-    mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
-    mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
+    v_source_args(&a, r);
     mxa_cl_arg(&a, sizeof qv, &qv);
     rule_args(&a, r);
     mxa_cl_arg(&a, sizeof vp, &vp);
@@ -273,11 +279,7 @@ static mxa_status run_mma(run *r)
     if (st) goto out;
     {
         cl_args a = {d->cl, kv, 0, CL_SUCCESS};
-        mxa_cl_arg(&a, sizeof r->v, &r->v);
-        mxa_cl_arg(&a, sizeof r->v_off, &r->v_off);
-        mxa_cl_arg(&a, sizeof r->s.nk, &r->s.nk);
-        mxa_cl_arg(&a, sizeof r->s.nk_pad, &r->s.nk_pad);
-        mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
+        v_source_args(&a, r);
         rule_args(&a, r);
         mxa_cl_arg(&a, sizeof v8, &v8);
         mxa_cl_arg(&a, sizeof ve, &ve);
