@@ -163,7 +163,7 @@ void main()
                 const uint col = uint(kt * 16) + elem_col(i, t4);
                 const bool lo = elem_low(i);
                 float v = s[kt][i] * sKs[col] * (lo ? qs_lo : qs_hi);
-                if (masked) {
+                [[dont_flatten]] if (masked) { // a branch: predicated masking costs every tile
                     const int j = int(j0 + col);
                     if (j > (lo ? last_lo : last_hi) || j >= int(pc.nk)) v = NEG_INF;
                 }
