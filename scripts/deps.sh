@@ -6,7 +6,7 @@ packages=(
   build-essential cmake pkg-config clang llvm libclang-rt-dev   # gcc + clang, libFuzzer/sanitizer runtimes
   clang-19                                                       # compile check of the HIP kernels (AMDGPU targets)
   libcmocka-dev valgrind python3                                 # tests
-  libvulkan-dev libvulkan-volk-dev glslang-tools mesa-vulkan-drivers  # Vulkan backend + lavapipe
+  libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools mesa-vulkan-drivers  # Vulkan backend (+ SPIR-V validation) + lavapipe
   ocl-icd-opencl-dev ocl-icd-libopencl1 opencl-headers pocl-opencl-icd # OpenCL backend + PoCL
   libopenblas-dev                                                # the OpenBLAS baseline of `mxa bench`
   python3-venv python3-numpy python3-pytest python3-setuptools   # the Python binding and its tests

@@ -1,6 +1,10 @@
 /*
  * Attention on a Vulkan device: prepare Q/K (rotate + quantize along D) and V
  * (quantize along tokens) into scratch buffers, then run one attention kernel:
+ *   coopmat-nv-i8        S = Q K^T from NV cooperative matrix int8 16x16x32 -> int32
+ *                        on 2 x the E2M1 values (exact, no fp16 range limit), P V as in
+ *                        coopmat-nv-f16 (attn_coopmat_nv_reg.comp built with S_INT8);
+ *                        on devices with that shape, for 64 <= D <= 128
  *   coopmat-nv-f16       NV cooperative matrix fp16 16x16x16 -> fp32 on the exact
  *                        MXFP4 values, rows/columns rescaled by a power of two so
  *                        every value is exact in fp16 (within the bound stated in
@@ -63,14 +67,33 @@ const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_ca
     const int regs = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG) && (probe->flags & MXA_VK_F_FRAGMENT_MAP) &&
                      probe->max_shared >= REG_SHARED && (!call || (64 * call->q.d / 8) % (REG_WARPS * 32) == 0);
     const char *no_regs = !coop ? why : probe->layout_note[0] ? probe->layout_note : "no layout check ran";
+    /* the int8 build copies whole 16-byte pieces of K (64 keys x D bytes) and one K scale
+     * per key and block per invocation */
+    const char *no_i8 = !regs ? no_regs
+                        : !vk_kernel_available(VK_K_ATTN_COOPMAT_NV_I8) ? "the installed glslang could not compile the int8 kernel"
+                        : !(probe->flags & MXA_VK_F_NV_I8_161632) ? "no int8 16x16x32 cooperative matrix shape"
+                        : !(probe->flags & MXA_VK_F_INT8) ? "no int8 arithmetic"
+                        : call && (call->q.d < 64 || (64 * call->q.d / 16) % (REG_WARPS * 32) != 0) ? "the int8 kernel needs 64 <= D <= 128"
+                                                                                                  : NULL;
     if (forced && strcmp(forced, "scalar") == 0) {
         snprintf(reason, reason_size, "MXA_KERNEL=scalar");
         return "scalar";
     }
-    if (forced && ((strcmp(forced, "coopmat-nv-f16") == 0 && !regs) || (strcmp(forced, "coopmat-nv-f16-smem") == 0 && !smem))) {
-        snprintf(reason, reason_size, "MXA_KERNEL=%s is not possible here (%s): scalar", forced,
-                 strcmp(forced, "coopmat-nv-f16") == 0 ? no_regs : why);
+    const char *forced_no = !forced ? NULL
+                            : strcmp(forced, "coopmat-nv-i8") == 0  ? no_i8
+                            : strcmp(forced, "coopmat-nv-f16") == 0 ? (regs ? NULL : no_regs)
+                            : strcmp(forced, "coopmat-nv-f16-smem") == 0 ? (smem ? NULL : why)
+                                                                        : NULL;
+    if (forced_no) {
+        snprintf(reason, reason_size, "MXA_KERNEL=%s is not possible here (%s): scalar", forced, forced_no);
         return "scalar";
+    }
+    if (!no_i8 && !(forced && strncmp(forced, "coopmat-nv-f16", 14) == 0)) {
+        snprintf(reason, reason_size,
+                 "NV cooperative matrix int8 16x16x32 for Q K^T and fp16 16x16x16 for P V on exact MXFP4 values, softmax in "
+                 "registers (%s)",
+                 probe->layout_note);
+        return "coopmat-nv-i8";
     }
     if (regs && !(forced && strcmp(forced, "coopmat-nv-f16-smem") == 0)) {
         snprintf(reason, reason_size, "NV cooperative matrix fp16 16x16x16 on exact MXFP4 values, softmax in registers (%s)",
@@ -113,13 +136,14 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
 {
     char reason[MXA_REASON_LEN];
     const char *variant = vk_choose_variant(dev->probe, call, reason, sizeof reason);
-    const int regs = strcmp(variant, "coopmat-nv-f16") == 0, coop = regs || strcmp(variant, "coopmat-nv-f16-smem") == 0;
+    const int i8 = strcmp(variant, "coopmat-nv-i8") == 0, regs = i8 || strcmp(variant, "coopmat-nv-f16") == 0;
+    const int coop = regs || strcmp(variant, "coopmat-nv-f16-smem") == 0;
     const mxa_attention_desc *desc = &call->desc;
     const uint64_t b = (uint64_t)call->q.b, h = (uint64_t)call->q.h, hkv = (uint64_t)call->k.h;
     const uint64_t nq = (uint64_t)call->q.n, nk = (uint64_t)call->k.n, d = (uint64_t)call->q.d;
     const uint64_t warps = regs ? REG_WARPS : SMEM_WARPS;
     const uint64_t nq_pad = coop ? round_up(nq, warps * 16) : nq, nk_pad = round_up(nk, (uint64_t)call->bc);
-    const uint64_t esize = coop ? 2 : 4;
+    const uint64_t esize = coop ? 2 : 4, qk_esize = i8 ? 1 : esize, nb = i8 ? d / 32 : 1; /* nb: Q/K scales per row */
     if ((b * h * nq_pad + b * hkv * nk_pad) * d >= (1ull << 31))
         return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan attention: the problem exceeds the kernels' 32-bit indexing");
     snprintf(info->variant, sizeof info->variant, "%s", variant);
@@ -130,10 +154,10 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     if ((st = input_buffer(dev, &call->q, S_QIN, &qin, &qoff)) || (st = input_buffer(dev, &call->k, S_KIN, &kin, &koff)) ||
         (st = input_buffer(dev, &call->v, S_VIN, &vin, &voff)))
         return st;
-    if ((st = vk_scratch(dev, S_QP, b * h * nq_pad * d * esize, &qp)) ||
-        (st = vk_scratch(dev, S_KP, b * hkv * nk_pad * d * esize, &kp)) ||
+    if ((st = vk_scratch(dev, S_QP, b * h * nq_pad * d * qk_esize, &qp)) ||
+        (st = vk_scratch(dev, S_KP, b * hkv * nk_pad * d * qk_esize, &kp)) ||
         (st = vk_scratch(dev, S_VP, b * hkv * nk_pad * d * esize, &vp)) ||
-        (st = vk_scratch(dev, S_QS, b * h * nq_pad * 4, &qs)) || (st = vk_scratch(dev, S_KS, b * hkv * nk_pad * 4, &ks)) ||
+        (st = vk_scratch(dev, S_QS, b * h * nq_pad * nb * 4, &qs)) || (st = vk_scratch(dev, S_KS, b * hkv * nk_pad * nb * 4, &ks)) ||
         (st = vk_scratch(dev, S_VS, b * hkv * d * 4, &vs)) || (st = vk_scratch(dev, S_VMAX, b * hkv * d * 4, &vmax)) || (st = vk_scratch(dev, S_LSE, b * h * nq * 4, &lb)))
         return st;
     if (call->o.buffer) {
@@ -163,12 +187,14 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     const double t0 = now_seconds();
     if ((st = vk_batch_begin(dev, 1, &batch))) return st;
     /* padding rows/tokens must read as zeros */
-    if ((st = vk_batch_fill(&batch, qp, b * h * nq_pad * d * esize)) || (st = vk_batch_fill(&batch, kp, b * hkv * nk_pad * d * esize)) ||
-        (st = vk_batch_fill(&batch, vp, b * hkv * nk_pad * d * esize)) || (st = vk_batch_fill(&batch, qs, b * h * nq_pad * 4)) ||
-        (st = vk_batch_fill(&batch, ks, b * hkv * nk_pad * 4)) || (st = vk_batch_fill(&batch, vmax, b * hkv * d * 4)))
+    if ((st = vk_batch_fill(&batch, qp, b * h * nq_pad * d * qk_esize)) ||
+        (st = vk_batch_fill(&batch, kp, b * hkv * nk_pad * d * qk_esize)) ||
+        (st = vk_batch_fill(&batch, vp, b * hkv * nk_pad * d * esize)) || (st = vk_batch_fill(&batch, qs, b * h * nq_pad * nb * 4)) ||
+        (st = vk_batch_fill(&batch, ks, b * hkv * nk_pad * nb * 4)) || (st = vk_batch_fill(&batch, vmax, b * hkv * d * 4)))
         return st;
     vk_buffer *bq[3] = {qin, qp, qs}, *bk[3] = {kin, kp, ks}, *bv[4] = {vin, vp, vs, vmax};
-    const vk_kernel kqk = coop ? VK_K_PREP_QK_F16 : VK_K_PREP_QK_F32, kv = coop ? VK_K_PREP_V_F16 : VK_K_PREP_V_F32;
+    const vk_kernel kqk = i8 ? VK_K_PREP_QK_I8 : coop ? VK_K_PREP_QK_F16 : VK_K_PREP_QK_F32;
+    const vk_kernel kv = coop ? VK_K_PREP_V_F16 : VK_K_PREP_V_F32;
     vk_grid_1d(b * h * nq, 2, &gx, &gy); /* prep_qk: two rows per workgroup */
     if ((st = vk_batch_dispatch(&batch, kqk, spec_d, 64, bq, 3, &pq, sizeof pq, gx, gy, 1))) return st;
     vk_grid_1d(b * hkv * nk, 2, &gx, &gy);
@@ -189,7 +215,8 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
         const int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc, (int32_t)warps, (int32_t)warps * 32,
                                              (int32_t)dev->probe->c_map, (int32_t)dev->probe->a_from_c};
         vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
-        st = vk_batch_dispatch(&batch, regs ? VK_K_ATTN_COOPMAT_NV_REG : VK_K_ATTN_COOPMAT_NV, spec, (uint32_t)warps * 32, ba,
+        const vk_kernel ka = i8 ? VK_K_ATTN_COOPMAT_NV_I8 : regs ? VK_K_ATTN_COOPMAT_NV_REG : VK_K_ATTN_COOPMAT_NV;
+        st = vk_batch_dispatch(&batch, ka, spec, (uint32_t)warps * 32, ba,
                                8, &pa, sizeof pa, (uint32_t)(nq_pad / (warps * 16)), (uint32_t)h, (uint32_t)b);
     } else {
         struct {

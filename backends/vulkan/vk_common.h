@@ -80,11 +80,13 @@ typedef enum vk_kernel {
     VK_K_QUANTIZE = 0,
     VK_K_PREP_QK_F32,
     VK_K_PREP_QK_F16,
+    VK_K_PREP_QK_I8,
     VK_K_PREP_V_F32,
     VK_K_PREP_V_F16,
     VK_K_ATTN_SCALAR,
     VK_K_ATTN_COOPMAT_NV,
     VK_K_ATTN_COOPMAT_NV_REG,
+    VK_K_ATTN_COOPMAT_NV_I8,
     VK_K_COOPMAT_LAYOUT,
     VK_K_COUNT
 } vk_kernel;

@@ -21,6 +21,13 @@
 // quad shuffles (a row lives in 4 lanes), P~ = exp(S - m), P^ = MXFP4(P~) per 32-key
 // block (2 x 16 columns of one row: 8 elements in each of 4 lanes), rescales O by alpha
 // and accumulates O += (2^12 P^) V (KT x DT MMAs).
+//
+// S_INT8: S from int8 16x16x32 products on prep_qk.comp's OUT_I8 form (2 x E2M1, one
+// 32-wide MXFP4 block per product, exact in int32). No fp16 range limit for Q and K,
+// half their bytes, and NVIDIA's driver loads int8 B fragments without the per-use
+// register transposes (MOVM) its fp16 B fragments get. A subgroup whose 16 query rows
+// and the tile's 64 keys are all narrow (prep_qk.comp) sums the D / 32 products in one
+// int32 chain; otherwise each product is scaled by its two block scales in fp32.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -30,6 +37,10 @@
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_control_flow_attributes : require
+#ifdef S_INT8
+#extension GL_NV_integer_cooperative_matrix : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#endif
 #include "mxfp4.glsl"
 
 layout(constant_id = 0) const int D = 128;
@@ -41,16 +52,24 @@ layout(constant_id = 5) const int A_FROM_C = 0xFAC688; // identity
 const int DT = D / 16;
 const int KT = BC / 16;
 const int THREADS = WARPS * 32;
-const int KSTR = D / 8 + 1;  // sK row stride in uvec4 (8 halves); the +1 spreads fragment rows over banks
+#ifdef S_INT8
+const int NB = D / 32;      // Q/K blocks per row, one scale each
+const int KW = D / 16;      // uvec4 per K row (16 int8)
+#else
+const int NB = 1;           // one scale per Q/K row
+const int KW = D / 8;       // uvec4 per K row (8 halves)
+#endif
+const int KSTR = KW + 1;    // sK row stride in uvec4; the +1 spreads fragment rows over banks
 const int VSTR = BC / 8 + 1; // sV row stride in uvec4
-const int PER_THREAD = BC * D / 8 / THREADS; // uvec4 of K (and of V^T) each invocation copies per tile
+const int PER_THREAD = BC * D / 8 / THREADS;   // uvec4 of V^T each invocation copies per tile
+const int PER_THREAD_K = BC * KW / THREADS;    // and of K
 const float P_SCALE = 4096.0; // P^ <= 1: 2^12 keeps blocks down to 2^-36 exact in fp16
 
-layout(std430, binding = 0) readonly buffer QB { float16_t q[]; }; // [b*h, nq_pad, D]
-layout(std430, binding = 1) readonly buffer KB { uvec4 k4[]; };    // [b*hkv, nk_pad, D] fp16
+layout(std430, binding = 0) readonly buffer QB { uvec4 q4[]; };    // [b*h, nq_pad, D] fp16 or int8
+layout(std430, binding = 1) readonly buffer KB { uvec4 k4[]; };    // [b*hkv, nk_pad, D] fp16 or int8
 layout(std430, binding = 2) readonly buffer VB { uvec4 v4[]; };    // [b*hkv, D, nk_pad] fp16 (V^T)
-layout(std430, binding = 3) readonly buffer QS { float qscale[]; }; // [b*h, nq_pad]
-layout(std430, binding = 4) readonly buffer KS { float kscale[]; }; // [b*hkv, nk_pad]
+layout(std430, binding = 3) readonly buffer QS { float qscale[]; }; // [b*h, nq_pad, NB]
+layout(std430, binding = 4) readonly buffer KS { float kscale[]; }; // [b*hkv, nk_pad, NB]
 layout(std430, binding = 5) readonly buffer VS { float vscale[]; }; // [b*hkv, D]
 layout(std430, binding = 6) writeonly buffer OB { float o[]; };
 layout(std430, binding = 7) writeonly buffer LB { float lse[]; };
@@ -62,7 +81,7 @@ layout(push_constant) uniform P {
 
 shared uvec4 sK[BC * KSTR]; // K tile, row-major: sK[key][d]
 shared uvec4 sV[D * VSTR];  // V^T tile: sV[d][key]
-shared float sKs[BC];       // the tile's K row scales
+shared float sKs[BC * NB];  // the tile's K scales
 
 // Accumulator element i of this lane: in row g + 8 ("low") or g, and its column.
 int c_code(int i) { return (C_MAP >> (3 * i)) & 7; }
@@ -88,15 +107,18 @@ float quantize_p(float p, float up, float down)
 
 // This invocation's share of the key tile starting at j0: PER_THREAD uvec4 of K rows and
 // of V^T rows, and one K row scale.
-void fetch_tile(uint j0, uint tid, uint k_row0, uint v_row0, out uvec4 k_next[PER_THREAD], out uvec4 v_next[PER_THREAD],
+void fetch_tile(uint j0, uint tid, uint k_row0, uint v_row0, out uvec4 k_next[PER_THREAD_K], out uvec4 v_next[PER_THREAD],
                 out float ks_next)
 {
+    [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) {
+        const uint idx = tid + uint(u * THREADS);
+        k_next[u] = k4[(k_row0 + j0 + idx / uint(KW)) * uint(KW) + idx % uint(KW)];
+    }
     [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
         const uint idx = tid + uint(u * THREADS);
-        k_next[u] = k4[(k_row0 + j0 + idx / uint(D / 8)) * uint(D / 8) + idx % uint(D / 8)];
         v_next[u] = v4[((v_row0 + idx / uint(BC / 8)) * pc.nk_pad + j0) / 8u + idx % uint(BC / 8)];
     }
-    ks_next = tid < uint(BC) ? kscale[k_row0 + j0 + tid] : 0.0;
+    ks_next = tid < uint(BC * NB) ? kscale[(k_row0 + j0) * uint(NB) + tid] : 0.0; // the host keeps BC * NB <= THREADS
 }
 
 void main()
@@ -109,13 +131,34 @@ void main()
     const uint wg0 = gl_WorkGroupID.x * uint(WARPS * 16), i0 = wg0 + w * 16u;
     const uint row_hi = i0 + g, row_lo = row_hi + 8u;
 
+#ifdef S_INT8
+    icoopmatNV<8, gl_ScopeSubgroup, 16, 32> qa[NB];
+    [[unroll]] for (int db = 0; db < NB; db++)
+        coopMatLoadNV(qa[db], q4, (bh * pc.nq_pad + i0) * uint(KW) + uint(db * 2), uint(KW), false);
+#else
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> qa[DT];
     [[unroll]] for (int dt = 0; dt < DT; dt++)
-        coopMatLoadNV(qa[dt], q, (bh * pc.nq_pad + i0) * uint(D) + uint(dt * 16), uint(D), false);
+        coopMatLoadNV(qa[dt], q4, (bh * pc.nq_pad + i0) * uint(KW) + uint(dt * 2), uint(KW), false);
+#endif
     fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> oacc[DT];
     [[unroll]] for (int dt = 0; dt < DT; dt++) oacc[dt] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
+#ifdef S_INT8
+    // 1/4: each int8 value is twice its E2M1 value
+    float bq_hi[NB], bq_lo[NB];
+    bool wide_row = false;
+    [[unroll]] for (int db = 0; db < NB; db++) {
+        const float a = qscale[(bh * pc.nq_pad + row_hi) * uint(NB) + uint(db)];
+        const float c = qscale[(bh * pc.nq_pad + row_lo) * uint(NB) + uint(db)];
+        wide_row = wide_row || (floatBitsToUint(a) | floatBitsToUint(c)) >> 31 != 0u;
+        bq_hi[db] = abs(a) * pc.scale * 0.25;
+        bq_lo[db] = abs(c) * pc.scale * 0.25;
+    }
+    const bool wide_q = subgroupAny(wide_row);
+    const float qs_hi = bq_hi[0], qs_lo = bq_lo[0];
+#else
     const float qs_hi = qscale[bh * pc.nq_pad + row_hi] * pc.scale, qs_lo = qscale[bh * pc.nq_pad + row_lo] * pc.scale;
+#endif
     const int shift = int(pc.nk) - int(pc.nq);
     const int last_hi = pc.causal != 0u ? int(row_hi) + shift : int(pc.nk) - 1;
     const int last_lo = pc.causal != 0u ? int(row_lo) + shift : int(pc.nk) - 1;
@@ -129,23 +172,57 @@ void main()
     float m_hi = NEG_INF, m_lo = NEG_INF, l_hi = 0.0, l_lo = 0.0;
 
     // this invocation's share of the next tile, in flight while the current one is used
-    uvec4 k_next[PER_THREAD], v_next[PER_THREAD];
+    uvec4 k_next[PER_THREAD_K], v_next[PER_THREAD];
     float ks_next = 0.0;
     if (ntiles > 0) fetch_tile(0u, tid, k_row0, v_row0, k_next, v_next, ks_next);
     for (int tile = 0; tile < ntiles; tile++) {
         const uint j0 = uint(tile * BC);
         barrier(); // every subgroup is done with the previous tile
+        [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) {
+            const uint idx = tid + uint(u * THREADS);
+            sK[idx / uint(KW) * uint(KSTR) + idx % uint(KW)] = k_next[u];
+        }
         [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
             const uint idx = tid + uint(u * THREADS);
-            sK[idx / uint(D / 8) * uint(KSTR) + idx % uint(D / 8)] = k_next[u];
             sV[idx / uint(BC / 8) * uint(VSTR) + idx % uint(BC / 8)] = v_next[u];
         }
-        if (tid < uint(BC)) sKs[tid] = ks_next;
+        if (tid < uint(BC * NB)) sKs[tid] = ks_next;
         barrier();
         if (tile + 1 < ntiles) fetch_tile(j0 + uint(BC), tid, k_row0, v_row0, k_next, v_next, ks_next);
         if (int(j0) > warp_last) continue; // this subgroup's rows see none of these keys
 
+        // S, scaled
         fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> s[KT];
+#ifdef S_INT8
+        bool wide_k = false;
+        for (uint c = lane; c < uint(BC); c += 32u) wide_k = wide_k || floatBitsToUint(sKs[c * uint(NB)]) >> 31 != 0u;
+        [[dont_flatten]] if (!(wide_q || subgroupAny(wide_k))) {
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                icoopmatNV<32, gl_ScopeSubgroup, 16, 16> si = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
+                [[unroll]] for (int db = 0; db < NB; db++) {
+                    icoopmatNV<8, gl_ScopeSubgroup, 32, 16> kb;
+                    coopMatLoadNV(kb, sK, uint(kt * 16 * KSTR + db * 2), uint(KSTR), true);
+                    si = coopMatMulAddNV(qa[db], kb, si);
+                }
+                s[kt] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(si);
+                [[unroll]] for (int i = 0; i < 8; i++)
+                    s[kt][i] *= sKs[(kt * 16 + int(elem_col(i, t4))) * NB] * (elem_low(i) ? qs_lo : qs_hi);
+            }
+        } else { // some row is wide: each block's product with its own scales
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                s[kt] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+                [[unroll]] for (int db = 0; db < NB; db++) {
+                    icoopmatNV<8, gl_ScopeSubgroup, 32, 16> kb;
+                    coopMatLoadNV(kb, sK, uint(kt * 16 * KSTR + db * 2), uint(KSTR), true);
+                    icoopmatNV<32, gl_ScopeSubgroup, 16, 16> si = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
+                    si = coopMatMulAddNV(qa[db], kb, si);
+                    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> sb = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(si); // not const: glslang 12 emits invalid SPIR-V for that
+                    [[unroll]] for (int i = 0; i < 8; i++)
+                        s[kt][i] += sb[i] * abs(sKs[(kt * 16 + int(elem_col(i, t4))) * NB + db]) * (elem_low(i) ? bq_lo[db] : bq_hi[db]);
+                }
+            }
+        }
+#else
         [[unroll]] for (int kt = 0; kt < KT; kt++) {
             s[kt] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
             [[unroll]] for (int dt = 0; dt < DT; dt++) {
@@ -153,16 +230,18 @@ void main()
                 coopMatLoadNV(kb, sK, uint(kt * 16 * KSTR + dt * 2), uint(KSTR), true);
                 s[kt] = coopMatMulAddNV(qa[dt], kb, s[kt]);
             }
+            [[unroll]] for (int i = 0; i < 8; i++) s[kt][i] *= sKs[kt * 16 + int(elem_col(i, t4))] * (elem_low(i) ? qs_lo : qs_hi);
         }
+#endif
 
-        // scale and mask (only tiles that reach past some row's last key); row maxima
+        // mask (only tiles that reach past some row's last key); row maxima
         float mx_hi = NEG_INF, mx_lo = NEG_INF;
         const bool masked = int(j0) + BC - 1 > min(warp_first_last, int(pc.nk) - 1);
         [[unroll]] for (int kt = 0; kt < KT; kt++) {
             [[unroll]] for (int i = 0; i < 8; i++) {
                 const uint col = uint(kt * 16) + elem_col(i, t4);
                 const bool lo = elem_low(i);
-                float v = s[kt][i] * sKs[col] * (lo ? qs_lo : qs_hi);
+                float v = s[kt][i];
                 [[dont_flatten]] if (masked) { // a branch: predicated masking costs every tile
                     const int j = int(j0 + col);
                     if (j > (lo ? last_lo : last_hi) || j >= int(pc.nk)) v = NEG_INF;
