@@ -67,6 +67,15 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
     }
     const cpu_quant_out out = {packed, scale, NULL, NULL, NULL, sum};
     p->kern->quantize(x, (int)dblk, p->rule, 0, &out);
+    for (int64_t b = 0; b < dblk; b++)
+        for (int l = 0; l < L; l++) {
+            for (int t = 0; t < CPU_WORDS; t++)
+                put_word(hd->k + (j0 + l) * d + b * 32 + 4 * t, packed[(b * CPU_WORDS + t) * L + l]);
+            hd->kcorr[(j0 + l) * dblk + b] = -CPU_Q_OFFSET * sum[b * L + l];
+            hd->ksc[(j0 + l) * dblk + b] = scale[b * L + l] * 0.25f;
+        }
+    /* the fused form reuses packed and sum: after the per-block form (the fallback for
+     * tiles with a wide row) is stored */
     if (p->fused) {
         float smin[L];
         const unsigned ok = p->kern->quantize_fused(x, (int)dblk, p->rule, 0, packed, smin, sum);
@@ -77,13 +86,6 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
             hd->ksc8[j0 + l] = smin[l] * 0.25f;
         }
     }
-    for (int64_t b = 0; b < dblk; b++)
-        for (int l = 0; l < L; l++) {
-            for (int t = 0; t < CPU_WORDS; t++)
-                put_word(hd->k + (j0 + l) * d + b * 32 + 4 * t, packed[(b * CPU_WORDS + t) * L + l]);
-            hd->kcorr[(j0 + l) * dblk + b] = -CPU_Q_OFFSET * sum[b * L + l];
-            hd->ksc[(j0 + l) * dblk + b] = scale[b * L + l] * 0.25f;
-        }
 }
 
 /* Keys [j0, j0 + 32) of V, 16 columns at a time, blocks along the keys. */

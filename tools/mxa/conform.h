@@ -48,6 +48,8 @@ typedef enum conform_flavour {
     CONFORM_DATA_SHARP = 1, /* scores x3: near one-hot softmax, deep underflow */
     CONFORM_DATA_FLAT = 2,  /* scores x0.1: near uniform weights, many P~ near 1 */
     CONFORM_DATA_ONES = 3,  /* attention-like q/k, v = 1 (the PNQ invariant) */
+    CONFORM_DATA_WIDE = 4,  /* attention-like, some q/k rows with one block 2^8 larger or smaller:
+                             * block exponents far apart within a row (per-block int8 paths) */
 } conform_flavour;
 
 /* One attention problem: what the grid, invariants and vectors share. */

@@ -52,6 +52,12 @@ int conform_problem_make(conform_problem *p, const conform_attn_params *a, uint6
     const float qs = a->flavour == CONFORM_DATA_SHARP ? 3.0f : a->flavour == CONFORM_DATA_FLAT ? 0.1f : 1.0f;
     for (int64_t i = 0; i < nq; i++) p->q[i] = qs * (float)conform_normal(&g) * ((i % a->d) % 17 == 3 ? 3.0f : 1.0f);
     for (int64_t i = 0; i < nkv; i++) p->k[i] = (float)conform_normal(&g) * ((i % a->d) % 17 == 3 ? 3.0f : 1.0f);
+    if (a->flavour == CONFORM_DATA_WIDE) { /* every 3rd q row: channels 32..63 x 2^8; every 5th k row: the last 32 / 2^8 */
+        for (int64_t r = 0; r < nq / a->d; r += 3)
+            for (int64_t c = 32; c < 64 && c < a->d; c++) p->q[r * a->d + c] *= 256.0f;
+        for (int64_t r = 2; r < nkv / a->d; r += 5)
+            for (int64_t c = a->d - 32; c < a->d; c++) p->k[r * a->d + c] *= 1.0f / 256.0f;
+    }
     float mean[512];
     for (int64_t c = 0; c < a->d && c < 512; c++) mean[c] = (float)conform_normal(&g);
     for (int64_t i = 0; i < nkv; i++)
@@ -490,6 +496,7 @@ static void run_random_attention(conform_ctx *ctx, const conform_case *c, confor
 static const char *const flavour_what[] = {
     "attention-like data (outlier channels)", "sharp scores (x3): near one-hot softmax",
     "flat scores (x0.1): near-uniform weights", "v = 1",
+    "wide rows: one Q/K block 2^8 off the rest (per-block scaling paths)",
 };
 
 static int add(conform_case_list *list, const char *name, unsigned flags, const conform_attn_params *a, int scale_milli)
@@ -572,6 +579,18 @@ int conform_add_attn_cases(conform_case_list *list)
                 if (add(list, name, (causal && di == 1) ? CF_QUICK : 0, &a, 0)) return -1;
             }
     }
+    /* rows whose block exponents lie far apart: without the rotation they stay so */
+    static const int wide_recipes[] = {1, 3}; /* ocp-direct, no-rotation */
+    for (int i = 0; i < 2; i++)
+        for (int causal = 0; causal < 2; causal++)
+            for (int di = 1; di < 3; di++) {
+                memset(&a, 0, sizeof a);
+                a.recipe = wide_recipes[i], a.causal = causal, a.b = 1, a.h = 4, a.hkv = 2, a.nq = 40, a.nk = 130;
+                a.d = ds[di], a.lse = 1, a.flavour = CONFORM_DATA_WIDE;
+                snprintf(name, sizeof name, "attention/wide-blocks/%s/%s/d%lld", conform_recipes[a.recipe].name,
+                         causal ? "causal" : "noncausal", (long long)a.d);
+                if (add(list, name, CF_REQUIRED | CF_VARIANT | (causal && di == 2 ? CF_QUICK : 0), &a, 0)) return -1;
+            }
     /* key-tile sizes: the reference runs at the Bc the device reports */
     static const int bcs[] = {32, 64, 128, 256, 512};
     for (int i = 0; i < 5; i++) {
