@@ -92,7 +92,7 @@ float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, s
 uint quad_max(uint x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
 float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShuffleXor(x, 2u); }
 
-// E2M1(p * 2^-ex) * 2^ex for p in [0, 1], ex in [-127, -2]: the scaling is an exact power
+// E2M1(p * 2^-ex) * down for p in [0, 1], ex in [-127, -2]: the scaling is an exact power
 // of two, so rounding v = p * 2^-ex gives the RNE code of mx_code (a subnormal p may flush
 // to 0: its weight is below 2^-126 of the row maximum). v >= 1: round the fp32 mantissa
 // to one bit (ties to even) and saturate at 6; v < 1: steps of 0.5. Equal to the
@@ -272,8 +272,10 @@ void main()
             if (pc.quant_p != 0u) {
                 const int ex_hi = mx_exponent(quad_max(bits_hi), pc.kind, pc.t);
                 const int ex_lo = mx_exponent(quad_max(bits_lo), pc.kind, pc.t);
-                const float up_hi = uintBitsToFloat(uint(127 - ex_hi) << 23), down_hi = ldexp(1.0, ex_hi);
-                const float up_lo = uintBitsToFloat(uint(127 - ex_lo) << 23), down_lo = ldexp(1.0, ex_lo);
+                // down = 2^12 2^ex: P^ leaves already scaled for fp16 (built from bits: ldexp is
+                // a branchy library call in NVIDIA's compiled code)
+                const float up_hi = uintBitsToFloat(uint(127 - ex_hi) << 23), down_hi = uintBitsToFloat(uint(139 + ex_hi) << 23);
+                const float up_lo = uintBitsToFloat(uint(127 - ex_lo) << 23), down_lo = uintBitsToFloat(uint(139 + ex_lo) << 23);
                 [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
                     [[unroll]] for (int i = 0; i < 8; i++) {
                         const bool lo = elem_low(i);
@@ -285,9 +287,12 @@ void main()
                 }
             }
         }
-        const bool hat_sums = pc.pnq != 0u || pc.quant_p == 0u;
-        if (pc.quant_p == 0u) { sum_h_hi = sum_t_hi; sum_h_lo = sum_t_lo; }
-        const float rs_hi = quad_sum(hat_sums ? sum_h_hi : sum_t_hi), rs_lo = quad_sum(hat_sums ? sum_h_lo : sum_t_lo);
+        // s and l in units of 2^-12 (P_SCALE); l is this lane's share, summed over the quad at the end
+        if (pc.quant_p == 0u) {
+            [[unroll]] for (int kt = 0; kt < KT; kt++) s[kt] *= P_SCALE;
+        }
+        const bool hat = pc.quant_p != 0u && pc.pnq != 0u;
+        const float rs_hi = hat ? sum_h_hi : sum_t_hi * P_SCALE, rs_lo = hat ? sum_h_lo : sum_t_lo * P_SCALE;
         if (mn_hi != NEG_INF) { l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
         if (mn_lo != NEG_INF) { l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
 
@@ -298,7 +303,7 @@ void main()
 
         [[unroll]] for (int kt = 0; kt < KT; kt++) {
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> pa;
-            [[unroll]] for (int i = 0; i < 8; i++) pa[i] = float16_t(s[kt][(A_FROM_C >> (3 * i)) & 7] * P_SCALE);
+            [[unroll]] for (int i = 0; i < 8; i++) pa[i] = float16_t(s[kt][(A_FROM_C >> (3 * i)) & 7]);
             [[unroll]] for (int dt = 0; dt < DT; dt++) {
                 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> vb;
                 coopMatLoadNV(vb, sV, uint(dt * 16 * VSTR + kt * 2), uint(VSTR), true);
@@ -307,9 +312,11 @@ void main()
         }
     }
 
-    // O = acc * vscale / (2^12 l)
-    const float inv_hi = m_hi == NEG_INF ? 0.0 : 1.0 / (P_SCALE * l_hi);
-    const float inv_lo = m_lo == NEG_INF ? 0.0 : 1.0 / (P_SCALE * l_lo);
+    // O = acc * vscale / l (both in units of 2^-12)
+    l_hi = quad_sum(l_hi);
+    l_lo = quad_sum(l_lo);
+    const float inv_hi = m_hi == NEG_INF ? 0.0 : 1.0 / l_hi;
+    const float inv_lo = m_lo == NEG_INF ? 0.0 : 1.0 / l_lo;
     [[unroll]] for (int dt = 0; dt < DT; dt++) {
         [[unroll]] for (int i = 0; i < 8; i++) {
             const bool lo = elem_low(i);
@@ -319,7 +326,7 @@ void main()
         }
     }
     if (t4 == 0u) {
-        if (row_hi < pc.nq) lse[bh * pc.nq + row_hi] = m_hi == NEG_INF ? NEG_INF : m_hi + log(l_hi);
-        if (row_lo < pc.nq) lse[bh * pc.nq + row_lo] = m_lo == NEG_INF ? NEG_INF : m_lo + log(l_lo);
+        if (row_hi < pc.nq) lse[bh * pc.nq + row_hi] = m_hi == NEG_INF ? NEG_INF : m_hi + log(l_hi * (1.0 / P_SCALE));
+        if (row_lo < pc.nq) lse[bh * pc.nq + row_lo] = m_lo == NEG_INF ? NEG_INF : m_lo + log(l_lo * (1.0 / P_SCALE));
     }
 }
