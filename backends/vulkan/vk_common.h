@@ -139,6 +139,8 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
 
 /* ---- vk_device.c ---- */
 mxa_status vk_device_open(const vk_probe_data *probe, vk_device **out);
+/* The key of this device's cache entries: vendor, device, driver, pipeline-cache UUID, shaders. */
+void vk_cache_key(const vk_probe_data *probe, char *key, size_t size);
 void vk_device_close(vk_device *dev);
 
 /* ---- vk_buffers.c ---- */
@@ -158,6 +160,7 @@ typedef struct vk_batch {
     vk_kernel kernels[VK_MAX_TIMESTAMPS];
 } vk_batch;
 int vk_kernel_available(vk_kernel kernel);
+uint64_t vk_shader_hash(void); /* of every embedded shader */
 mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch);
 mxa_status vk_batch_fill(vk_batch *batch, vk_buffer *buf, VkDeviceSize size);
 mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t local_size,

@@ -4,14 +4,21 @@
  * attn_coopmat_nv_reg.comp needs the quad structure of the tensor-core fragments: lane
  * L (g = L / 4, t = L % 4) holds rows g and g + 8, columns 2t, 2t + 1, 2t + 8, 2t + 9 of
  * a 16x16 matrix, in an order the driver picks (NVIDIA's fp16 and fp32 orders differ).
- * coopmat_layout.comp reports the real map once per device at probe time; the orders
- * become specialization constants, and anything else keeps the device on the
- * shared-memory kernel.
+ * coopmat_layout.comp reports the real map once per device; the orders become
+ * specialization constants, and anything else keeps the device on the shared-memory
+ * kernel. The kernel's raw output is cached on disk (keyed like the pipeline cache), so
+ * only the first probe on a machine pays for opening the device.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "vk_common.h"
+#include "../../runtime/cache.h"
+#include "../../runtime/log.h"
 #include "../../runtime/status.h"
+
+#define LAYOUT_CACHE "vulkan-fragment-map"
 
 
 /* Element code: bit 0 column + 1, bit 1 row + 8, bit 2 column + 8 (from row g, column 2t). */
@@ -80,6 +87,21 @@ int vk_coopmat_fragment_map(vk_probe_data *probe)
                  "the installed glslang could not compile the layout check or the register kernel");
         return 0;
     }
+    char key[256];
+    vk_cache_key(probe, key, sizeof key);
+    void *cached = NULL;
+    size_t cached_size = 0;
+    if (mxa_cache_load(LAYOUT_CACHE, key, &cached, &cached_size) == MXA_OK) {
+        float v[VK_LAYOUT_VALUES];
+        const int ok = cached_size == sizeof v;
+        if (ok) memcpy(v, cached, sizeof v);
+        free(cached);
+        if (ok) {
+            MXA_LOG_I("vulkan: fragment map of device %04x from the cache", probe->device_id);
+            return vk_fragment_map_decode(v, probe);
+        }
+    }
+    mxa_clear_error();
     vk_device *dev = NULL;
     vk_buffer *out = NULL;
     vk_batch batch;
@@ -98,5 +120,7 @@ int vk_coopmat_fragment_map(vk_probe_data *probe)
         mxa_clear_error();
         return 0;
     }
+    (void)mxa_cache_store(LAYOUT_CACHE, key, values, sizeof values); /* a failure is logged, not fatal */
+    mxa_clear_error();
     return vk_fragment_map_decode(values, probe);
 }

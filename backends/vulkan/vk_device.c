@@ -15,8 +15,6 @@
 
 #define VK_SETS_PER_BATCH 32
 
-uint64_t vk_shader_hash(void);
-
 static mxa_status vk_check(VkResult r, const char *call)
 {
     if (r == VK_SUCCESS) return MXA_OK;
@@ -98,13 +96,12 @@ static mxa_status create_logical(vk_device *dev)
     return MXA_OK;
 }
 
-static void cache_key(vk_device *dev)
+void vk_cache_key(const vk_probe_data *p, char *key, size_t size)
 {
-    const vk_probe_data *p = dev->probe;
     char uuid[2 * VK_UUID_SIZE + 1];
     for (unsigned i = 0; i < VK_UUID_SIZE; i++) snprintf(uuid + 2 * i, 3, "%02x", p->cache_uuid[i]);
-    snprintf(dev->cache_key, sizeof dev->cache_key, "vendor=%04x device=%04x driver=%08x cache=%s shaders=%016llx",
-             p->vendor_id, p->device_id, p->driver_version, uuid, (unsigned long long)vk_shader_hash());
+    snprintf(key, size, "vendor=%04x device=%04x driver=%08x cache=%s shaders=%016llx", p->vendor_id, p->device_id,
+             p->driver_version, uuid, (unsigned long long)vk_shader_hash());
 }
 
 /* Loads the VkPipelineCache; a missing or rejected cache file just means an empty cache. */
@@ -112,7 +109,7 @@ static mxa_status create_cache(vk_device *dev)
 {
     void *data = NULL;
     size_t size = 0;
-    cache_key(dev);
+    vk_cache_key(dev->probe, dev->cache_key, sizeof dev->cache_key);
     if (mxa_cache_load("vulkan-pipeline", dev->cache_key, &data, &size) != MXA_OK) size = 0;
     VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
                                     .initialDataSize = size,

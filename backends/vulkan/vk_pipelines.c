@@ -48,7 +48,6 @@ int vk_kernel_available(vk_kernel kernel)
 }
 
 /* Hash of every embedded shader: part of the pipeline-cache key. */
-uint64_t vk_shader_hash(void);
 uint64_t vk_shader_hash(void)
 {
     uint64_t h = MXA_HASH_SEED;
