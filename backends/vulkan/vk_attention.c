@@ -88,7 +88,8 @@ const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_ca
         snprintf(reason, reason_size, "MXA_KERNEL=%s is not possible here (%s): scalar", forced, forced_no);
         return "scalar";
     }
-    if (!no_i8 && !(forced && strncmp(forced, "coopmat-nv-f16", 14) == 0)) {
+    const int forced_f16 = forced && strncmp(forced, "coopmat-nv-f16", 14) == 0; /* either fp16 kernel */
+    if (!no_i8 && !forced_f16) {
         snprintf(reason, reason_size,
                  "NV cooperative matrix int8 16x16x32 for Q K^T and fp16 16x16x16 for P V on exact MXFP4 values, softmax in "
                  "registers (%s)",
