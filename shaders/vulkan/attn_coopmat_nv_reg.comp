@@ -105,8 +105,8 @@ float quantize_p(float p, float up, float down)
     return (v < 1.0 ? roundEven(v * 2.0) * 0.5 : hi) * down;
 }
 
-// This invocation's share of the key tile starting at j0: PER_THREAD uvec4 of K rows and
-// of V^T rows, and one K row scale.
+// This invocation's share of the key tile starting at j0: PER_THREAD_K uvec4 of K rows,
+// PER_THREAD of V^T rows, and one of the tile's BC * NB K scales.
 void fetch_tile(uint j0, uint tid, uint k_row0, uint v_row0, out uvec4 k_next[PER_THREAD_K], out uvec4 v_next[PER_THREAD],
                 out float ks_next)
 {
