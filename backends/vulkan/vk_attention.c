@@ -182,7 +182,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     struct {
         uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose;
     } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, voff, qv, kind, t, 1, (uint32_t)regs};
-    const int32_t spec_d[VK_SPEC_COUNT] = {(int32_t)d, 0, 0, 0, 0, 0};
+    const int32_t spec_d[VK_SPEC_COUNT] = {(int32_t)d};
     uint32_t gx, gy;
     vk_batch batch;
     const double t0 = now_seconds();
@@ -214,7 +214,8 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
         } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nq_pad, (uint32_t)nk_pad, ooff,
                 desc->causal != 0, qpq, pnq, kind, t, desc->scale};
         const int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc, (int32_t)warps, (int32_t)warps * 32,
-                                             (int32_t)dev->probe->c_map, (int32_t)dev->probe->a_from_c};
+                                             (int32_t)dev->probe->c_map, (int32_t)dev->probe->a_from_c,
+                                             (int32_t)(qpq | pnq << 1 | kind << 2)}; /* MODE */
         vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
         const vk_kernel ka = i8 ? VK_K_ATTN_COOPMAT_NV_I8 : regs ? VK_K_ATTN_COOPMAT_NV_REG : VK_K_ATTN_COOPMAT_NV;
         st = vk_batch_dispatch(&batch, ka, spec, (uint32_t)warps * 32, ba,
@@ -225,7 +226,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
             float scale;
         } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nk_pad, ooff, desc->causal != 0,
                 qpq, pnq, kind, t, (uint32_t)(b * h * nq), desc->scale};
-        const int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc, 0, 0, 0, 0};
+        const int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc};
         vk_buffer *ba[5] = {qp, kp, vp, ob, lb};
         vk_grid_1d(b * h * nq, 1, &gx, &gy); /* one workgroup per query row */
         st = vk_batch_dispatch(&batch, VK_K_ATTN_SCALAR, spec, 64, ba, 5, &pa, sizeof pa, gx, gy, 1);

@@ -92,8 +92,8 @@ typedef enum vk_kernel {
 } vk_kernel;
 
 #define VK_MAX_BINDINGS 8
-#define VK_SPEC_COUNT 6 /* specialization constants 0..5 of every pipeline */
-#define VK_MAX_PIPELINES 32
+#define VK_SPEC_COUNT 7 /* specialization constants 0..6 of every pipeline */
+#define VK_MAX_PIPELINES 128 /* kernels x D x Bc x recipe modes a process has used */
 #define VK_MAX_TIMESTAMPS 16 /* start, one after each dispatch (debug log), end */
 
 typedef struct vk_pipeline {

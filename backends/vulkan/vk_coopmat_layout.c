@@ -106,7 +106,7 @@ int vk_coopmat_fragment_map(vk_probe_data *probe)
     vk_buffer *out = NULL;
     vk_batch batch;
     float values[VK_LAYOUT_VALUES];
-    const int32_t spec[VK_SPEC_COUNT] = {0, 0, 0, 0, 0, 0};
+    const int32_t spec[VK_SPEC_COUNT] = {0};
     mxa_status st = vk_device_open(probe, &dev);
     if (!st) st = vk_scratch(dev, 0, sizeof values, &out);
     if (!st) st = vk_batch_begin(dev, 0, &batch);

@@ -132,8 +132,8 @@ static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t s
     };
     VkPipeline pipe = VK_NULL_HANDLE;
     if ((r = vkCreateComputePipelines(dev->device, dev->cache, 1, &ci, NULL, &pipe)) != VK_SUCCESS)
-        return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkCreateComputePipelines(%s, spec %d,%d,%d,%d,%d,%d) failed: %s",
-                        blobs[kernel].name, spec[0], spec[1], spec[2], spec[3], spec[4], spec[5], vk_result_name(r));
+        return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkCreateComputePipelines(%s, spec %d,%d,%d,%d,%d,%d,%d) failed: %s",
+                        blobs[kernel].name, spec[0], spec[1], spec[2], spec[3], spec[4], spec[5], spec[6], vk_result_name(r));
     if (dev->pipeline_stats) log_statistics(dev, pipe, blobs[kernel].name);
     vk_pipeline *p = &dev->pipelines[dev->pipeline_count++];
     p->kernel = kernel;

@@ -41,7 +41,7 @@ mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_
     uint32_t gx, gy;
     vk_grid_1d(total, 64, &gx, &gy);
     vk_buffer *binds[3] = {xb, cb, sb};
-    const int32_t spec[VK_SPEC_COUNT] = {0, 0, 0, 0, 0, 0};
+    const int32_t spec[VK_SPEC_COUNT] = {0};
     vk_batch batch;
     if ((st = vk_batch_begin(dev, 0, &batch)) ||
         (st = vk_batch_dispatch(&batch, VK_K_QUANTIZE, spec, 64, binds, 3, &pc, sizeof pc, gx, gy, 1)) ||

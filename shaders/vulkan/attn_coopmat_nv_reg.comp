@@ -17,10 +17,12 @@
 // Workgroup: WARPS subgroups, 16 query rows each. Per key tile (BC = 64) the workgroup
 // copies K (keys x D) and V^T (D x keys) into shared memory with 16-byte loads, fetched
 // into registers one tile ahead so the loads overlap the previous tile's math; each
-// subgroup computes S = Q K^T (KT x DT MMAs), scales and masks it, takes row maxima with
-// quad shuffles (a row lives in 4 lanes), P~ = exp(S - m), P^ = MXFP4(P~) per 32-key
-// block (2 x 16 columns of one row: 8 elements in each of 4 lanes), rescales O by alpha
-// and accumulates O += (2^12 P^) V (KT x DT MMAs).
+// subgroup computes S = Q K^T (KT x DT MMAs), scales it to log2 units and masks it, takes
+// row maxima with quad shuffles (a row lives in 4 lanes), P~ = 2^(S - m), P^ = MXFP4(P~)
+// per 32-key block (2 x 16 columns of one row: 8 elements in each of 4 lanes), rescales O
+// by alpha and accumulates O += (2^12 P^) V (KT x DT MMAs). The recipe's P quantization,
+// PNQ and rounding rule are specialization constants (MODE), so each pipeline carries
+// only its own softmax.
 //
 // S_INT8: S from int8 16x16x32 products on prep_qk.comp's OUT_I8 form (2 x E2M1, one
 // 32-wide MXFP4 block per product, exact in int32). No fp16 range limit for Q and K,
@@ -49,6 +51,11 @@ layout(constant_id = 2) const int WARPS = 4;
 layout(local_size_x_id = 3) in;
 layout(constant_id = 4) const int C_MAP = 0xFAC688;    // codes 0..7 in order: the mma.sync accumulator
 layout(constant_id = 5) const int A_FROM_C = 0xFAC688; // identity
+layout(constant_id = 6) const int MODE = 3; // bit 0: quantize P, bit 1: PNQ (l sums P^), bit 2: the ceiling rule
+const bool QUANT_P = (MODE & 1) != 0;
+const bool HAT_SUM = (MODE & 3) == 3;
+const uint KIND = uint(MODE >> 2) & 1u;
+const float LOG2E = 1.4426950408889634;
 const int DT = D / 16;
 const int KT = BC / 16;
 const int THREADS = WARPS * 32;
@@ -63,6 +70,7 @@ const int KSTR = KW + 1;    // sK row stride in uvec4; the +1 spreads fragment r
 const int VSTR = BC / 8 + 1; // sV row stride in uvec4
 const int PER_THREAD = BC * D / 8 / THREADS;   // uvec4 of V^T each invocation copies per tile
 const int PER_THREAD_K = BC * KW / THREADS;    // and of K
+const int PER_THREAD_S = (BC * NB + THREADS - 1) / THREADS; // and of the K scales
 const float P_SCALE = 4096.0; // P^ <= 1: 2^12 keeps blocks down to 2^-36 exact in fp16
 
 layout(std430, binding = 0) readonly buffer QB { uvec4 q4[]; };    // [b*h, nq_pad, D] fp16 or int8
@@ -92,33 +100,34 @@ float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, s
 uint quad_max(uint x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
 float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShuffleXor(x, 2u); }
 
-// E2M1(p * 2^-ex) * down for p in [0, 1], ex in [-127, -2]: the scaling is an exact power
-// of two, so rounding v = p * 2^-ex gives the RNE code of mx_code (a subnormal p may flush
-// to 0: its weight is below 2^-126 of the row maximum). v >= 1: round the fp32 mantissa
-// to one bit (ties to even) and saturate at 6; v < 1: steps of 0.5. Equal to the
-// compare-chain form for every fp32 v in [0, 16) (checked exhaustively).
-float quantize_p(float p, float up, float down)
+// MXFP4(p) * 2^12 for p in [0, 1] under the block exponent ex (exb = (ex + 127) << 23,
+// sat = 6 * 2^ex): clamping at sat saturates, and adding then subtracting
+// c = 2^(max(e, ex) + 22), e the binade of the clamped p, rounds it to its E2M1 step in that
+// binade, ties to even (c is a multiple of twice the step). Equal to the compare-chain form
+// for every normal p < 2^(ex + 4) and every ex in [-127, 0] (checked exhaustively against
+// the previous form); a subnormal p may flush to 0 (its weight is below 2^-126 of the row
+// maximum). `precise` keeps the compiler from folding (x + c) - c.
+float quantize_p(float p, uint exb, float sat)
 {
-    const float v = p * up;
-    const uint bits = floatBitsToUint(v);
-    const float hi = min(uintBitsToFloat((bits + 0x1fffffu + ((bits >> 22) & 1u)) & 0xffc00000u), 6.0);
-    return (v < 1.0 ? roundEven(v * 2.0) * 0.5 : hi) * down;
+    const float pm = min(p, sat);
+    const float c = uintBitsToFloat(max(floatBitsToUint(pm), exb) & 0x7f800000u);
+    precise float x = fma(c, 4194304.0, pm);
+    precise float r = fma(c, -4194304.0, x);
+    return r * P_SCALE;
 }
 
 // This invocation's share of the key tile starting at j0: PER_THREAD_K uvec4 of K rows,
-// PER_THREAD of V^T rows, and one of the tile's BC * NB K scales.
-void fetch_tile(uint j0, uint tid, uint k_row0, uint v_row0, out uvec4 k_next[PER_THREAD_K], out uvec4 v_next[PER_THREAD],
-                out float ks_next)
+// PER_THREAD of V^T rows, and PER_THREAD_S of the tile's BC * NB K scales. k_at, v_at: its
+// first pieces in tile 0 (THREADS is a multiple of a K row's and a V^T row's uvec4 count).
+void fetch_tile(uint j0, uint tid, uint k_at, uint v_at, uint ks_at, out uvec4 k_next[PER_THREAD_K], out uvec4 v_next[PER_THREAD],
+                out float ks_next[PER_THREAD_S])
 {
-    [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) {
+    [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) k_next[u] = k4[k_at + j0 * uint(KW) + uint(u * THREADS)];
+    [[unroll]] for (int u = 0; u < PER_THREAD; u++) v_next[u] = v4[v_at + j0 / 8u + uint(u * THREADS / (BC / 8)) * (pc.nk_pad / 8u)];
+    [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
         const uint idx = tid + uint(u * THREADS);
-        k_next[u] = k4[(k_row0 + j0 + idx / uint(KW)) * uint(KW) + idx % uint(KW)];
+        ks_next[u] = idx < uint(BC * NB) ? kscale[ks_at + j0 * uint(NB) + uint(u * THREADS)] : 0.0;
     }
-    [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
-        const uint idx = tid + uint(u * THREADS);
-        v_next[u] = v4[((v_row0 + idx / uint(BC / 8)) * pc.nk_pad + j0) / 8u + idx % uint(BC / 8)];
-    }
-    ks_next = tid < uint(BC * NB) ? kscale[(k_row0 + j0) * uint(NB) + tid] : 0.0; // the host keeps BC * NB <= THREADS
 }
 
 void main()
@@ -151,17 +160,17 @@ void main()
         const float a = qscale[(bh * pc.nq_pad + row_hi) * uint(NB) + uint(db)];
         const float c = qscale[(bh * pc.nq_pad + row_lo) * uint(NB) + uint(db)];
         wide_row = wide_row || (floatBitsToUint(a) | floatBitsToUint(c)) >> 31 != 0u;
-        bq_hi[db] = abs(a) * pc.scale * 0.25;
-        bq_lo[db] = abs(c) * pc.scale * 0.25;
+        bq_hi[db] = abs(a) * (pc.scale * 0.25 * LOG2E);
+        bq_lo[db] = abs(c) * (pc.scale * 0.25 * LOG2E);
     }
     const bool wide_q = subgroupAny(wide_row);
     const float qs_hi = bq_hi[0], qs_lo = bq_lo[0];
 #else
-    const float qs_hi = qscale[bh * pc.nq_pad + row_hi] * pc.scale, qs_lo = qscale[bh * pc.nq_pad + row_lo] * pc.scale;
+    const float qs_hi = qscale[bh * pc.nq_pad + row_hi] * (pc.scale * LOG2E), qs_lo = qscale[bh * pc.nq_pad + row_lo] * (pc.scale * LOG2E);
 #endif
     const int shift = int(pc.nk) - int(pc.nq);
-    const int last_hi = pc.causal != 0u ? int(row_hi) + shift : int(pc.nk) - 1;
-    const int last_lo = pc.causal != 0u ? int(row_lo) + shift : int(pc.nk) - 1;
+    const int last_hi = pc.causal != 0u ? min(int(row_hi) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
+    const int last_lo = pc.causal != 0u ? min(int(row_lo) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
     // every subgroup helps load every tile the workgroup's last real row sees
     const int wg_row = min(int(wg0) + WARPS * 16 - 1, int(pc.nq) - 1);
     const int wg_last = pc.causal != 0u ? min(int(pc.nk) - 1, wg_row + shift) : int(pc.nk) - 1;
@@ -173,8 +182,10 @@ void main()
 
     // this invocation's share of the next tile, in flight while the current one is used
     uvec4 k_next[PER_THREAD_K], v_next[PER_THREAD];
-    float ks_next = 0.0;
-    if (ntiles > 0) fetch_tile(0u, tid, k_row0, v_row0, k_next, v_next, ks_next);
+    float ks_next[PER_THREAD_S];
+    const uint k_at = (k_row0 + tid / uint(KW)) * uint(KW) + tid % uint(KW);
+    const uint v_at = (v_row0 + tid / uint(BC / 8)) * (pc.nk_pad / 8u) + tid % uint(BC / 8), ks_at = k_row0 * uint(NB) + tid;
+    if (ntiles > 0) fetch_tile(0u, tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
     for (int tile = 0; tile < ntiles; tile++) {
         const uint j0 = uint(tile * BC);
         barrier(); // every subgroup is done with the previous tile
@@ -186,16 +197,19 @@ void main()
             const uint idx = tid + uint(u * THREADS);
             sV[idx / uint(BC / 8) * uint(VSTR) + idx % uint(BC / 8)] = v_next[u];
         }
-        if (tid < uint(BC * NB)) sKs[tid] = ks_next;
+        [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
+            const uint idx = tid + uint(u * THREADS);
+            if (idx < uint(BC * NB)) sKs[idx] = ks_next[u];
+        }
         barrier();
-        if (tile + 1 < ntiles) fetch_tile(j0 + uint(BC), tid, k_row0, v_row0, k_next, v_next, ks_next);
+        if (tile + 1 < ntiles) fetch_tile(j0 + uint(BC), tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
         if (int(j0) > warp_last) continue; // this subgroup's rows see none of these keys
 
         // S, scaled
         fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> s[KT];
 #ifdef S_INT8
         bool wide_k = false;
-        for (uint c = lane; c < uint(BC); c += 32u) wide_k = wide_k || floatBitsToUint(sKs[c * uint(NB)]) >> 31 != 0u;
+        [[unroll]] for (int u = 0; u < BC / 32; u++) wide_k = wide_k || floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u;
         [[dont_flatten]] if (!(wide_q || subgroupAny(wide_k))) {
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
                 icoopmatNV<32, gl_ScopeSubgroup, 16, 16> si = icoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0);
@@ -234,72 +248,79 @@ void main()
         }
 #endif
 
-        // mask (only tiles that reach past some row's last key); row maxima
+        // S is in log2 units (the Q scales carry log2(e)). Row maxima, masking only tiles that
+        // reach past some row's last key; the two copies keep the compiler from predicating
+        // the mask into every tile.
         float mx_hi = NEG_INF, mx_lo = NEG_INF;
         const bool masked = int(j0) + BC - 1 > min(warp_first_last, int(pc.nk) - 1);
-        [[unroll]] for (int kt = 0; kt < KT; kt++) {
-            [[unroll]] for (int i = 0; i < 8; i++) {
-                const uint col = uint(kt * 16) + elem_col(i, t4);
-                const bool lo = elem_low(i);
-                float v = s[kt][i];
-                [[dont_flatten]] if (masked) { // a branch: predicated masking costs every tile
-                    const int j = int(j0 + col);
-                    if (j > (lo ? last_lo : last_hi) || j >= int(pc.nk)) v = NEG_INF;
+        [[dont_flatten]] if (masked) {
+            const int lim_hi = last_hi - int(j0 + 2u * t4), lim_lo = last_lo - int(j0 + 2u * t4); // masked column offsets exceed these
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                [[unroll]] for (int i = 0; i < 8; i++) {
+                    const bool lo = elem_low(i);
+                    if (kt * 16 + 8 * (c_code(i) >> 2) + (c_code(i) & 1) > (lo ? lim_lo : lim_hi)) s[kt][i] = NEG_INF;
+                    if (lo) mx_lo = max(mx_lo, s[kt][i]);
+                    else mx_hi = max(mx_hi, s[kt][i]);
                 }
-                s[kt][i] = v;
-                if (lo) mx_lo = max(mx_lo, v);
-                else mx_hi = max(mx_hi, v);
+            }
+        } else {
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                [[unroll]] for (int i = 0; i < 8; i++) {
+                    if (elem_low(i)) mx_lo = max(mx_lo, s[kt][i]);
+                    else mx_hi = max(mx_hi, s[kt][i]);
+                }
             }
         }
         const float mn_hi = max(m_hi, quad_max(mx_hi)), mn_lo = max(m_lo, quad_max(mx_lo));
-        const float alpha_hi = mn_hi == NEG_INF ? 1.0 : exp(m_hi - mn_hi);
-        const float alpha_lo = mn_lo == NEG_INF ? 1.0 : exp(m_lo - mn_lo);
+        const float alpha_hi = mn_hi == NEG_INF ? 1.0 : exp2(m_hi - mn_hi);
+        const float alpha_lo = mn_lo == NEG_INF ? 1.0 : exp2(m_lo - mn_lo);
+        const float mz_hi = mn_hi == NEG_INF ? 0.0 : mn_hi, mz_lo = mn_lo == NEG_INF ? 0.0 : mn_lo; // a row with no key yet: P = 0
 
-        // P~ = exp(S - m), then P^ per 32-key block (tiles kt = 2 blk, 2 blk + 1)
-        float sum_t_hi = 0.0, sum_t_lo = 0.0, sum_h_hi = 0.0, sum_h_lo = 0.0;
+        // P~ = 2^(S - m), then P^ per 32-key block (tiles kt = 2 blk, 2 blk + 1), all times
+        // 2^12 (P_SCALE); rs: this lane's share of the row sums l adds (P^ under PNQ, else P~)
+        float rs_hi = 0.0, rs_lo = 0.0;
         [[unroll]] for (int blk = 0; blk < KT / 2; blk++) {
             uint bits_hi = 0u, bits_lo = 0u;
             [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
                 [[unroll]] for (int i = 0; i < 8; i++) {
                     const bool lo = elem_low(i);
-                    const float v = s[kt][i];
-                    const float p = v == NEG_INF ? 0.0 : exp(v - (lo ? mn_lo : mn_hi));
+                    const float p = exp2(s[kt][i] - (lo ? mz_lo : mz_hi));
                     s[kt][i] = p;
-                    if (lo) { sum_t_lo += p; bits_lo = max(bits_lo, floatBitsToUint(p)); }
-                    else { sum_t_hi += p; bits_hi = max(bits_hi, floatBitsToUint(p)); }
+                    if (!HAT_SUM) {
+                        if (lo) rs_lo += p;
+                        else rs_hi += p;
+                    }
+                    if (lo) bits_lo = max(bits_lo, floatBitsToUint(p));
+                    else bits_hi = max(bits_hi, floatBitsToUint(p));
                 }
             }
-            if (pc.quant_p != 0u) {
-                const int ex_hi = mx_exponent(quad_max(bits_hi), pc.kind, pc.t);
-                const int ex_lo = mx_exponent(quad_max(bits_lo), pc.kind, pc.t);
-                // down = 2^12 2^ex: P^ leaves already scaled for fp16 (built from bits: ldexp is
-                // a branchy library call in NVIDIA's compiled code)
-                const float up_hi = uintBitsToFloat(uint(127 - ex_hi) << 23), down_hi = uintBitsToFloat(uint(139 + ex_hi) << 23);
-                const float up_lo = uintBitsToFloat(uint(127 - ex_lo) << 23), down_lo = uintBitsToFloat(uint(139 + ex_lo) << 23);
+            if (QUANT_P) {
+                const uint exb_hi = uint(mx_exponent(quad_max(bits_hi), KIND, pc.t) + 127) << 23;
+                const uint exb_lo = uint(mx_exponent(quad_max(bits_lo), KIND, pc.t) + 127) << 23;
+                const float sat_hi = uintBitsToFloat(exb_hi + 0x01400000u), sat_lo = uintBitsToFloat(exb_lo + 0x01400000u);
                 [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
                     [[unroll]] for (int i = 0; i < 8; i++) {
                         const bool lo = elem_low(i);
-                        const float p = quantize_p(s[kt][i], lo ? up_lo : up_hi, lo ? down_lo : down_hi);
-                        s[kt][i] = p;
-                        if (lo) sum_h_lo += p;
-                        else sum_h_hi += p;
+                        const float q = quantize_p(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi);
+                        s[kt][i] = q;
+                        if (HAT_SUM) {
+                            if (lo) rs_lo += q;
+                            else rs_hi += q;
+                        }
                     }
                 }
+            } else {
+                [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) s[kt] *= P_SCALE;
             }
         }
-        // s and l in units of 2^-12 (P_SCALE); l is this lane's share, summed over the quad at the end
-        if (pc.quant_p == 0u) {
-            [[unroll]] for (int kt = 0; kt < KT; kt++) s[kt] *= P_SCALE;
+        if (!HAT_SUM) {
+            rs_hi *= P_SCALE;
+            rs_lo *= P_SCALE;
         }
-        const bool hat = pc.quant_p != 0u && pc.pnq != 0u;
-        const float rs_hi = hat ? sum_h_hi : sum_t_hi * P_SCALE, rs_lo = hat ? sum_h_lo : sum_t_lo * P_SCALE;
         if (mn_hi != NEG_INF) { l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
         if (mn_lo != NEG_INF) { l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
-
-        if (subgroupAny(alpha_hi != 1.0 || alpha_lo != 1.0)) {
-            [[unroll]] for (int dt = 0; dt < DT; dt++)
-                [[unroll]] for (int i = 0; i < 8; i++) oacc[dt][i] *= elem_low(i) ? alpha_lo : alpha_hi;
-        }
+        [[unroll]] for (int dt = 0; dt < DT; dt++)
+            [[unroll]] for (int i = 0; i < 8; i++) oacc[dt][i] *= elem_low(i) ? alpha_lo : alpha_hi;
 
         [[unroll]] for (int kt = 0; kt < KT; kt++) {
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> pa;
@@ -326,7 +347,7 @@ void main()
         }
     }
     if (t4 == 0u) {
-        if (row_hi < pc.nq) lse[bh * pc.nq + row_hi] = m_hi == NEG_INF ? NEG_INF : m_hi + log(l_hi * (1.0 / P_SCALE));
-        if (row_lo < pc.nq) lse[bh * pc.nq + row_lo] = m_lo == NEG_INF ? NEG_INF : m_lo + log(l_lo * (1.0 / P_SCALE));
+        if (row_hi < pc.nq) lse[bh * pc.nq + row_hi] = m_hi == NEG_INF ? NEG_INF : m_hi * (1.0 / LOG2E) + log(l_hi * (1.0 / P_SCALE));
+        if (row_lo < pc.nq) lse[bh * pc.nq + row_lo] = m_lo == NEG_INF ? NEG_INF : m_lo * (1.0 / LOG2E) + log(l_lo * (1.0 / P_SCALE));
     }
 }
