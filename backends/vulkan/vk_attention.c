@@ -26,10 +26,14 @@
 #include "../../runtime/status.h"
 
 #define SMEM_WARPS 4 /* attn_coopmat_nv.comp: 6 KiB of shared memory per subgroup */
-#define REG_WARPS 8  /* attn_coopmat_nv_reg.comp: 128 query rows share each K/V tile load */
 #define REG_SHARED (36u * 1024u + 256u) /* its K and V^T tiles at D = 128 */
 
 void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
+
+/* Subgroups of attn_coopmat_nv_reg.comp: at D > 64, 128 query rows share each K/V tile
+ * load; at D <= 64 the smaller tiles leave registers for two 64-row workgroups per SM
+ * (H200, N = 16384 D = 64: 155.6 against 116.2 TFLOP/s with 8 subgroups). */
+static uint32_t reg_warps(int64_t d) { return d <= 64 ? 4u : 8u; }
 
 enum { S_QIN, S_KIN, S_VIN, S_QP, S_KP, S_VP, S_QS, S_KS, S_VS, S_O, S_LSE, S_VMAX };
 
@@ -65,7 +69,7 @@ const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_ca
     const int smem = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV);
     /* every invocation copies whole 16-byte pieces of each K/V tile */
     const int regs = coop && vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG) && (probe->flags & MXA_VK_F_FRAGMENT_MAP) &&
-                     probe->max_shared >= REG_SHARED && (!call || (64 * call->q.d / 8) % (REG_WARPS * 32) == 0);
+                     probe->max_shared >= REG_SHARED && (!call || (64 * call->q.d / 8) % (reg_warps(call->q.d) * 32) == 0);
     const char *no_regs = !coop ? why : probe->layout_note[0] ? probe->layout_note : "no layout check ran";
     /* the int8 build copies whole 16-byte pieces of K (64 keys x D bytes) and one K scale
      * per key and block per invocation */
@@ -73,7 +77,7 @@ const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_ca
                         : !vk_kernel_available(VK_K_ATTN_COOPMAT_NV_I8) ? "the installed glslang could not compile the int8 kernel"
                         : !(probe->flags & MXA_VK_F_NV_I8_161632) ? "no int8 16x16x32 cooperative matrix shape"
                         : !(probe->flags & MXA_VK_F_INT8) ? "no int8 arithmetic"
-                        : call && (call->q.d < 64 || (64 * call->q.d / 16) % (REG_WARPS * 32) != 0) ? "the int8 kernel needs 64 <= D <= 128"
+                        : call && (call->q.d < 64 || (64 * call->q.d / 16) % (reg_warps(call->q.d) * 32) != 0) ? "the int8 kernel needs 64 <= D <= 128"
                                                                                                   : NULL;
     if (forced && strcmp(forced, "scalar") == 0) {
         snprintf(reason, reason_size, "MXA_KERNEL=scalar");
@@ -142,7 +146,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     const mxa_attention_desc *desc = &call->desc;
     const uint64_t b = (uint64_t)call->q.b, h = (uint64_t)call->q.h, hkv = (uint64_t)call->k.h;
     const uint64_t nq = (uint64_t)call->q.n, nk = (uint64_t)call->k.n, d = (uint64_t)call->q.d;
-    const uint64_t warps = regs ? REG_WARPS : SMEM_WARPS;
+    const uint64_t warps = regs ? reg_warps(call->q.d) : SMEM_WARPS;
     const uint64_t nq_pad = coop ? round_up(nq, warps * 16) : nq, nk_pad = round_up(nk, (uint64_t)call->bc);
     const uint64_t esize = coop ? 2 : 4, qk_esize = i8 ? 1 : esize, nb = i8 ? d / 32 : 1; /* nb: Q/K scales per row */
     if ((b * h * nq_pad + b * hkv * nk_pad) * d >= (1ull << 31))
