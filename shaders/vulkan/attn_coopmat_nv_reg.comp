@@ -103,10 +103,10 @@ float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShu
 // MXFP4(p) * 2^12 for p in [0, 1] under the block exponent ex (exb = (ex + 127) << 23,
 // sat = 6 * 2^ex): clamping at sat saturates, and adding then subtracting
 // c = 2^(max(e, ex) + 22), e the binade of the clamped p, rounds it to its E2M1 step in that
-// binade, ties to even (c is a multiple of twice the step). Equal to the compare-chain form
-// for every normal p < 2^(ex + 4) and every ex in [-127, 0] (checked exhaustively against
-// the previous form); a subnormal p may flush to 0 (its weight is below 2^-126 of the row
-// maximum). `precise` keeps the compiler from folding (x + c) - c.
+// binade, ties to even (c is a multiple of twice the step). A one-off check found it equal
+// to the previous (compare-chain equivalent) form for every normal p < 2^(ex + 4) at
+// ex = -127, -126, -100, -10 and -4 ... 0; a subnormal p may flush to 0 (its weight is below
+// 2^-126 of the row maximum). `precise` keeps the compiler from folding (x + c) - c.
 float quantize_p(float p, uint exb, float sat)
 {
     const float pm = min(p, sat);
