@@ -82,7 +82,7 @@ layout(std430, binding = 5) readonly buffer VS { float vscale[]; }; // [b*hkv, D
 layout(std430, binding = 6) writeonly buffer OB { float o[]; };
 layout(std430, binding = 7) writeonly buffer LB { float lse[]; };
 
-layout(push_constant) uniform P {
+layout(push_constant) uniform P { // the layout attn_coopmat_nv.comp reads; quant_p, pnq, kind arrive here as MODE
     uint h, hkv, nq, nk, nq_pad, nk_pad, o_offset, causal, quant_p, pnq, kind, t;
     float scale;
 } pc;
