@@ -93,7 +93,6 @@ typedef enum vk_kernel {
 
 #define VK_MAX_BINDINGS 8
 #define VK_SPEC_COUNT 7 /* specialization constants 0..6 of every pipeline */
-#define VK_MAX_PIPELINES 128 /* kernels x D x Bc x recipe modes a process has used */
 #define VK_MAX_TIMESTAMPS 16 /* start, one after each dispatch (debug log), end */
 
 typedef struct vk_pipeline {
@@ -119,8 +118,8 @@ typedef struct vk_device {
     VkPipelineLayout layout;
     VkDescriptorPool desc_pool;
     VkShaderModule modules[VK_K_COUNT];
-    vk_pipeline pipelines[VK_MAX_PIPELINES];
-    int pipeline_count;
+    vk_pipeline *pipelines; /* every kernel x specialization this device has built, grown on demand */
+    int pipeline_count, pipeline_cap;
     int pipeline_stats; /* VK_KHR_pipeline_executable_properties enabled: statistics to the debug log */
     uint32_t memory_device_local, memory_host_visible; /* type indices */
     VkPhysicalDeviceMemoryProperties mem_props;

@@ -5,6 +5,7 @@
  * barriers, submitted once, optionally timed with timestamp queries.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vk_common.h"
@@ -106,8 +107,13 @@ static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t s
         }
     }
     if (!vk_kernel_available(kernel)) return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan: kernel %d is not in this build", (int)kernel);
-    if (dev->pipeline_count == VK_MAX_PIPELINES)
-        return mxa_fail(MXA_ERR_INTERNAL, "vulkan: too many pipeline variants (%d)", VK_MAX_PIPELINES);
+    if (dev->pipeline_count == dev->pipeline_cap) {
+        const int cap = dev->pipeline_cap ? 2 * dev->pipeline_cap : 16;
+        vk_pipeline *grown = realloc(dev->pipelines, sizeof *grown * (size_t)cap);
+        if (!grown) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "vulkan: no memory for %d pipelines", cap);
+        dev->pipelines = grown;
+        dev->pipeline_cap = cap;
+    }
     VkResult r;
     if (!dev->modules[kernel]) {
         VkShaderModuleCreateInfo mci = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
@@ -147,7 +153,9 @@ static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t s
 void vk_pipelines_destroy(vk_device *dev)
 {
     for (int i = 0; i < dev->pipeline_count; i++) vkDestroyPipeline(dev->device, dev->pipelines[i].pipeline, NULL);
-    dev->pipeline_count = 0;
+    free(dev->pipelines);
+    dev->pipelines = NULL;
+    dev->pipeline_count = dev->pipeline_cap = 0;
     for (int i = 0; i < VK_K_COUNT; i++)
         if (dev->modules[i]) {
             vkDestroyShaderModule(dev->device, dev->modules[i], NULL);

@@ -1,6 +1,6 @@
 /* Attention on the Vulkan device against mxa_reference_attention with the same
  * Bc: every recipe, causal, GQA, tails, D in {64, 128}, LSE, device buffers,
- * explicit Bc, and bad inputs. */
+ * explicit Bc, every D x Bc specialization in one process, and bad inputs. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,6 +138,16 @@ static void test_bc_and_buffers(void **state)
     run_case(MXA_RECIPE_OCP_DIRECT, s, 0, 0, 1);
 }
 
+static void test_many_specializations(void **state)
+{
+    (void)state;
+    if (!dev) skip();
+    /* 8 D x 5 Bc: each its own attention pipeline, plus the prep pipelines per D; more
+     * than the fixed table of 32 that conformance once overflowed */
+    for (int64_t d = 32; d <= 256; d += 32)
+        for (int bc = 32; bc <= 512; bc *= 2) run_case(MXA_RECIPE_OCP_DIRECT, (shape){1, 1, 1, 8, 40, d}, bc == 64, bc, 0);
+}
+
 static void test_pnq_ones(void **state)
 {
     (void)state;
@@ -209,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_pnq_ones),
         cmocka_unit_test(test_recipes_shapes),
         cmocka_unit_test(test_bc_and_buffers),
+        cmocka_unit_test(test_many_specializations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
