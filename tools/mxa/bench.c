@@ -67,6 +67,18 @@ static int cmp_double(const void *a, const void *b)
 #define WARMUP_SECONDS 1.0
 #define WARMUP_CALLS 10000
 
+typedef struct warmup {
+    double seconds;
+    int calls;
+} warmup;
+
+/* Adds a warm-up call of t seconds; whether the warm-up goes on. */
+static int warming(warmup *w, double t)
+{
+    w->seconds += t;
+    return w->seconds < WARMUP_SECONDS && ++w->calls < WARMUP_CALLS;
+}
+
 static double median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
@@ -143,8 +155,7 @@ static int time_quantize(mxa_device *dev, const shape *s, float *x, int reps, do
         rc = CLI_FAIL;
         goto out;
     }
-    double warm = 0.0;
-    int warm_calls = 0;
+    warmup warm = {0};
     for (int r = -1; r < reps; r++) { /* r < 0: warm-up */
         progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "quantize", s, r + 1, reps);
         const double t0 = cli_now();
@@ -154,7 +165,7 @@ static int time_quantize(mxa_device *dev, const shape *s, float *x, int reps, do
             goto out;
         }
         if (r >= 0) t[r] = cli_now() - t0;
-        else if ((warm += cli_now() - t0) < WARMUP_SECONDS && ++warm_calls < WARMUP_CALLS) r--; /* stay in the warm-up */
+        else if (warming(&warm, cli_now() - t0)) r--; /* stay in the warm-up */
     }
     *gbs = (double)(rows * s->d) * 4.0 / median(t, reps) / 1e9;
 out:
@@ -571,14 +582,13 @@ static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *
         rc = CLI_FAIL;
         goto done;
     }
-    double warm = 0.0;
-    int warm_calls = 0;
+    warmup warm = {0};
     for (int rep = -1; rep < reps && !rc; rep++) { /* rep < 0: warm-up */
         double t, g;
         progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "attention", s, rep + 1, reps);
         if ((rc = attention_once(dev, &desc, &in, &t, &info))) break;
         if (rep >= 0) tr[rep] = t;
-        else if ((warm += t) < WARMUP_SECONDS && ++warm_calls < WARMUP_CALLS) {
+        else if (warming(&warm, t)) {
             rep--; /* stay in the warm-up */
             continue;
         }
