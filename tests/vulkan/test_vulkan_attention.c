@@ -145,7 +145,10 @@ static void test_many_specializations(void **state)
     /* 8 D x 5 Bc: each its own attention pipeline, plus the prep pipelines per D; more
      * than the fixed table of 32 that conformance once overflowed */
     for (int64_t d = 32; d <= 256; d += 32)
-        for (int bc = 32; bc <= 512; bc *= 2) run_case(MXA_RECIPE_OCP_DIRECT, (shape){1, 1, 1, 8, 40, d}, bc == 64, bc, 0);
+        for (int bc = 32; bc <= 512; bc *= 2) {
+            const int causal = bc == 64; /* one causal case per D */
+            run_case(MXA_RECIPE_OCP_DIRECT, (shape){1, 1, 1, 8, 40, d}, causal, bc, 0);
+        }
 }
 
 static void test_pnq_ones(void **state)
