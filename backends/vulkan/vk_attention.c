@@ -177,11 +177,11 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     const uint32_t qk = (desc->quantize & MXA_QUANT_QK) != 0, qv = (desc->quantize & MXA_QUANT_V) != 0;
     const uint32_t qpq = (desc->quantize & MXA_QUANT_P) != 0, pnq = desc->placement == MXA_PLACEMENT_PNQ;
     struct {
-        uint32_t rows, n, n_pad, x_offset, hadamard, quant, kind, t;
+        uint32_t rows_pad, n, n_pad, x_offset, hadamard, quant, kind, t;
         float norm;
-    } pq = {(uint32_t)(b * h * nq), (uint32_t)nq, (uint32_t)nq_pad, qoff, desc->hadamard != 0, qk, kind, t,
+    } pq = {(uint32_t)(b * h * nq_pad), (uint32_t)nq, (uint32_t)nq_pad, qoff, desc->hadamard != 0, qk, kind, t,
             mxa_hadamard_norm((int)d)},
-      pk = {(uint32_t)(b * hkv * nk), (uint32_t)nk, (uint32_t)nk_pad, koff, desc->hadamard != 0, qk, kind, t,
+      pk = {(uint32_t)(b * hkv * nk_pad), (uint32_t)nk, (uint32_t)nk_pad, koff, desc->hadamard != 0, qk, kind, t,
             mxa_hadamard_norm((int)d)};
     struct {
         uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose;
@@ -191,20 +191,18 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     vk_batch batch;
     const double t0 = now_seconds();
     if ((st = vk_batch_begin(dev, 1, &batch))) return st;
-    /* padding rows/tokens must read as zeros */
-    if ((st = vk_batch_fill(&batch, qp, b * h * nq_pad * d * qk_esize)) ||
-        (st = vk_batch_fill(&batch, kp, b * hkv * nk_pad * d * qk_esize)) ||
-        (st = vk_batch_fill(&batch, vp, b * hkv * nk_pad * d * esize)) || (st = vk_batch_fill(&batch, qs, b * h * nq_pad * nb * 4)) ||
-        (st = vk_batch_fill(&batch, ks, b * hkv * nk_pad * nb * 4)) || (st = vk_batch_fill(&batch, vmax, b * hkv * d * 4)))
-        return st;
+    /* the prep kernels write the padding rows/tokens as zeros themselves; the V column
+     * maxima start at 0 ("no block") */
+    if ((st = vk_batch_fill(&batch, vmax, b * hkv * d * 4))) return st;
     vk_buffer *bq[3] = {qin, qp, qs}, *bk[3] = {kin, kp, ks}, *bv[4] = {vin, vp, vs, vmax};
     const vk_kernel kqk = i8 ? VK_K_PREP_QK_I8 : coop ? VK_K_PREP_QK_F16 : VK_K_PREP_QK_F32;
     const vk_kernel kv = coop ? VK_K_PREP_V_F16 : VK_K_PREP_V_F32;
-    vk_grid_1d(b * h * nq, 2, &gx, &gy); /* prep_qk: two rows per workgroup */
+    const uint32_t qk_rows = 64 / (uint32_t)(d / 32); /* prep_qk: an invocation per block of 32 */
+    vk_grid_1d(b * h * nq_pad, qk_rows, &gx, &gy);
     if ((st = vk_batch_dispatch(&batch, kqk, spec_d, 64, bq, 3, &pq, sizeof pq, gx, gy, 1))) return st;
-    vk_grid_1d(b * hkv * nk, 2, &gx, &gy);
+    vk_grid_1d(b * hkv * nk_pad, qk_rows, &gx, &gy);
     if ((st = vk_batch_dispatch(&batch, kqk, spec_d, 64, bk, 3, &pk, sizeof pk, gx, gy, 1))) return st;
-    vk_grid_1d(b * hkv * ((nk + 31) / 32) * d, 64, &gx, &gy);
+    vk_grid_1d(b * hkv * (nk_pad / 32) * d, 64, &gx, &gy); /* prep_v: an invocation per column and block of 32 tokens */
     if (coop) { /* pass 0: each V column's largest block exponent */
         pv.pass = 0;
         if ((st = vk_batch_dispatch(&batch, kv, spec_d, 64, bv, 4, &pv, sizeof pv, gx, gy, 1))) return st;

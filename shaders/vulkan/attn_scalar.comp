@@ -81,7 +81,7 @@ void main()
                     uint maxbits = 0u;
                     for (int j = blk * 32; j < end; j++) maxbits = max(maxbits, floatBitsToUint(sp[j]));
                     const int e = mx_exponent(maxbits, pc.kind, pc.t);
-                    for (int j = blk * 32; j < end; j++) sp[j] = ldexp(MX_E2M1[mx_code(floatBitsToUint(sp[j]), e)], e);
+                    for (int j = blk * 32; j < end; j++) sp[j] = ldexp(mx_round(floatBitsToUint(sp[j]), e), e);
                 }
                 barrier();
             }

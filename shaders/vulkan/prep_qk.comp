@@ -13,140 +13,152 @@
 //             smallest exponent Emin (|dst| <= 12 * 2^3 = 96) and every block's scale is
 //             2^Emin, so a whole row is one integer dot product; a "wide" row keeps each
 //             block's own 2^E, stored negated (the sign bit marks the row as wide).
-// Rows are written to dst row (row / n) * n_pad + row % n, so heads can be padded.
+// The output has rows_pad = heads * n_pad rows: row (head, token) comes from input row
+// head * n + token, and tokens n..n_pad-1 are written as zero rows (the attention kernels'
+// padding), so no buffer needs clearing first.
 //
-// 32 invocations share a row: invocation t holds elements t + 32k (k < D / 32), so loads
-// and stores are coalesced, block k is element k of all 32, butterfly stages h < 32
-// pair invocations (through shared memory: any subgroup size) and stages h >= 32 stay
-// within one invocation. Each stage is element-wise, so the result is the sequential
-// transform's bit for bit.
+// One invocation holds one block (32 consecutive values of a row) in registers: the
+// rotation's stages h < 32 and the block maximum need no communication, stages h >= 32
+// pair invocations through shared memory. The workgroup's rows are loaded coalesced into
+// shared memory and each invocation reads its block from there (a pitch of 33 floats
+// keeps both directions free of bank conflicts). Each stage is element-wise, so the
+// result is the sequential transform's bit for bit.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #ifdef OUT_F16
-#extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
-layout(local_size_x = 64) in; // two rows
+layout(local_size_x = 64) in;
 #include "mxfp4.glsl"
 
 layout(constant_id = 0) const int D = 128;
-const int E = D / 32; // elements per invocation = blocks per row
+const int E = D / 32;     // blocks per row
+const int ROWS = 64 / E;  // rows per workgroup; invocation i holds block i % E of row i / E
+const int PITCH = 33;     // shared floats per block
+const uint PAD = 0x80000000u; // marks a padding row in srow (input rows are below 2^31)
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
-#if defined(OUT_F16)
-layout(std430, binding = 1) writeonly buffer Y { float16_t y[]; };
-#elif defined(OUT_I8)
-layout(std430, binding = 1) writeonly buffer Y { uint y[]; };
-#else
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
-#endif
-layout(std430, binding = 2) writeonly buffer R { float rowscale[]; }; // OUT_I8: [rows][E] block scales
+// 16-byte stores: a block is 8 (fp32), 4 (fp16) or 2 (int8) of them
+layout(std430, binding = 1) writeonly buffer Y { uvec4 y[]; };
+layout(std430, binding = 2) writeonly buffer R { uint rowscale[]; }; // float bits; OUT_I8: [rows][E] block scales
 
 layout(push_constant) uniform P {
-    uint rows, n, n_pad, x_offset, hadamard, quant, kind, t;
+    uint rows_pad, n, n_pad, x_offset, hadamard, quant, kind, t;
     float norm;
 } pc;
 
-shared float sv[2 * D];       // one butterfly stage's inputs
-shared uint sbits[2 * D];     // |value| bits, for the block maxima
-shared uint sblock[2 * E];    // each block's largest |value| bits
-#ifdef OUT_I8
-shared int sq[2 * D];         // the row's int8 values, packed four at a time
+shared float sv[64 * PITCH]; // block i at sv[i * PITCH]
+shared uint srow[ROWS + 1];  // each row's input row, | PAD for a padding row (+1: see the load)
+shared int semax[64], semin[64]; // each block's exponent, +-1000 for an all-zero block
+
+#if defined(OUT_F16)
+const int STORES = 4;
+#elif defined(OUT_I8)
+const int STORES = 2;
+#else
+const int STORES = 8;
 #endif
+
+// The block's 32 values times 2^shift as 16-byte stores (int8: twice the values, 0 <= shift <= 3).
+void store_block(uint dst, const float v[32], int shift)
+{
+    uint words[4 * STORES];
+#if defined(OUT_F16)
+    [[unroll]] for (int w = 0; w < 16; w++) words[w] = packFloat2x16(f16vec2(ldexp(v[2 * w], shift), ldexp(v[2 * w + 1], shift)));
+#elif defined(OUT_I8)
+    [[unroll]] for (int w = 0; w < 8; w++) {
+        uint packed = 0u;
+        [[unroll]] for (int j = 0; j < 4; j++) packed |= uint((int(2.0 * v[4 * w + j]) << shift) & 0xff) << (8 * j);
+        words[w] = packed;
+    }
+#else
+    [[unroll]] for (int w = 0; w < 32; w++) words[w] = floatBitsToUint(ldexp(v[w], shift));
+#endif
+    [[unroll]] for (int s = 0; s < STORES; s++)
+        y[dst + uint(s)] = uvec4(words[4 * s], words[4 * s + 1], words[4 * s + 2], words[4 * s + 3]);
+}
 
 void main()
 {
-    const uint lr = gl_LocalInvocationID.x / 32u, t = gl_LocalInvocationID.x % 32u;
-    const uint row = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * 2u + lr;
-    const bool live = row < pc.rows; // no early return: barriers follow
-    const uint sbase = lr * uint(D);
-    float v[E];
-    [[unroll]] for (int k = 0; k < E; k++) v[k] = live ? x[pc.x_offset + row * uint(D) + t + uint(32 * k)] : 0.0;
-    if (pc.hadamard != 0u) {
-        for (uint h = 1u; h < 32u && h < uint(D); h *= 2u) {
-            [[unroll]] for (int k = 0; k < E; k++) sv[sbase + t + uint(32 * k)] = v[k];
-            barrier();
-            [[unroll]] for (int k = 0; k < E; k++) {
-                const float p = sv[sbase + (t ^ h) + uint(32 * k)];
-                v[k] = (t & h) == 0u ? v[k] + p : p - v[k];
-            }
-            barrier();
-        }
-        [[unroll]] for (int hk = 1; hk < E; hk *= 2)
-            [[unroll]] for (int k = 0; k < E; k++)
-                if ((k & hk) == 0) {
-                    const float a = v[k], b = v[k + hk];
-                    v[k] = a + b;
-                    v[k + hk] = a - b;
-                }
-        [[unroll]] for (int k = 0; k < E; k++) v[k] *= pc.norm;
+    const uint lid = gl_LocalInvocationID.x;
+    const uint row0 = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * uint(ROWS);
+    if (lid <= uint(ROWS)) {
+        const uint row = row0 + lid, token = row % pc.n_pad;
+        srow[lid] = row < pc.rows_pad && token < pc.n && lid < uint(ROWS) ? row / pc.n_pad * pc.n + token : PAD;
     }
-    const uint out_row = (row / pc.n) * pc.n_pad + row % pc.n;
-    const uint base = out_row * uint(D);
+    barrier();
+    // Element i of the workgroup's rows goes to sv[i / 32 * PITCH + i % 32]. The loads have
+    // no condition, so they are all in flight at once (a padding row loads input row 0 and
+    // drops it); with ROWS * E < 64, elements past the rows fall into row ROWS and unused blocks.
+    float loaded[32];
+    [[unroll]] for (int j = 0; j < 32; j++) {
+        const uint i = lid + uint(64 * j);
+        loaded[j] = x[pc.x_offset + (srow[i / uint(D)] & ~PAD) * uint(D) + i % uint(D)];
+    }
+    [[unroll]] for (int j = 0; j < 32; j++) {
+        const uint i = lid + uint(64 * j);
+        sv[i / 32u * uint(PITCH) + i % 32u] = (srow[i / uint(D)] & PAD) != 0u ? 0.0 : loaded[j];
+    }
+    barrier();
+    const uint k = lid % uint(E), row = row0 + lid / uint(E);
+    const bool live = lid < uint(ROWS * E) && row < pc.rows_pad; // no early return: barriers follow
+    float v[32];
+    [[unroll]] for (int i = 0; i < 32; i++) v[i] = sv[lid * uint(PITCH) + uint(i)];
+    if (pc.hadamard != 0u) {
+        [[unroll]] for (int h = 1; h < 32; h *= 2)
+            [[unroll]] for (int i = 0; i < 32; i++)
+                if ((i & h) == 0) {
+                    const float a = v[i], b = v[i + h];
+                    v[i] = a + b;
+                    v[i + h] = a - b;
+                }
+        for (uint h = 1u; h < uint(E); h *= 2u) { // stage 32 h: the partner block is k ^ h
+            barrier();
+            [[unroll]] for (int i = 0; i < 32; i++) sv[lid * uint(PITCH) + uint(i)] = v[i];
+            barrier();
+            [[unroll]] for (int i = 0; i < 32; i++) {
+                const float p = sv[(lid ^ h) * uint(PITCH) + uint(i)];
+                v[i] = (k & h) == 0u ? v[i] + p : p - v[i];
+            }
+        }
+        [[unroll]] for (int i = 0; i < 32; i++) v[i] *= pc.norm;
+    }
+    const uint dst = row * uint(STORES * E) + k * uint(STORES);
 #ifndef OUT_I8 // the int8 form exists only for quantized Q/K
     if (pc.quant == 0u) {
         if (live) {
-            [[unroll]] for (int k = 0; k < E; k++) {
-#ifdef OUT_F16
-                y[base + t + uint(32 * k)] = float16_t(v[k]);
-#else
-                y[base + t + uint(32 * k)] = v[k];
-#endif
-            }
-            if (t == 0u) rowscale[out_row] = 1.0;
+            store_block(dst, v, 0);
+            if (k == 0u) rowscale[row] = floatBitsToUint(1.0);
         }
         return;
     }
 #endif
-    [[unroll]] for (int k = 0; k < E; k++) sbits[sbase + t + uint(32 * k)] = floatBitsToUint(v[k]) & 0x7fffffffu;
+    uint maxbits = 0u;
+    [[unroll]] for (int i = 0; i < 32; i++) maxbits = max(maxbits, floatBitsToUint(v[i]) & 0x7fffffffu);
+    const int ex = mx_exponent(maxbits, pc.kind, pc.t);
+    semax[lid] = maxbits != 0u ? ex : -1000;
+    semin[lid] = maxbits != 0u ? ex : 1000;
     barrier();
-    if (t < uint(E)) {
-        uint maxbits = 0u;
-        for (uint i = 0u; i < 32u; i++) maxbits = max(maxbits, sbits[sbase + t * 32u + i]);
-        sblock[lr * uint(E) + t] = maxbits;
-    }
-    barrier();
-#ifndef OUT_I8
     if (!live) return;
-#endif
-    int ex[E];
     int emax = -1000, emin = 1000;
-    [[unroll]] for (int k = 0; k < E; k++) {
-        const uint maxbits = sblock[lr * uint(E) + uint(k)];
-        ex[k] = mx_exponent(maxbits, pc.kind, pc.t);
-        if (maxbits != 0u) {
-            emax = max(emax, ex[k]);
-            emin = min(emin, ex[k]);
-        }
+    for (uint b = lid - k; b < lid - k + uint(E); b++) {
+        emax = max(emax, semax[b]);
+        emin = min(emin, semin[b]);
     }
     if (emax == -1000) emax = emin = 0;
-#ifdef OUT_I8
+    [[unroll]] for (int i = 0; i < 32; i++) {
+        const uint b = floatBitsToUint(v[i]);
+        const float m = mx_round(b & 0x7fffffffu, ex);
+        v[i] = (b >> 31) != 0u ? -m : m;
+    }
+#if defined(OUT_I8)
     const bool narrow = emax - emin <= 3;
-    [[unroll]] for (int k = 0; k < E; k++) {
-        const uint b = floatBitsToUint(v[k]);
-        const int c2 = int(2.0 * MX_E2M1[mx_code(b & 0x7fffffffu, ex[k])]) << (narrow ? clamp(ex[k] - emin, 0, 3) : 0);
-        sq[sbase + t + uint(32 * k)] = (b >> 31) != 0u ? -c2 : c2;
-    }
-    barrier();
-    if (!live) return;
-    for (uint u = t; u < uint(D / 4); u += 32u) {
-        const uint i = sbase + 4u * u;
-        y[out_row * uint(D / 4) + u] = uint(sq[i] & 0xff) | uint(sq[i + 1u] & 0xff) << 8 | uint(sq[i + 2u] & 0xff) << 16 |
-                                       uint(sq[i + 3u] & 0xff) << 24;
-    }
-    [[unroll]] for (int k = 0; k < E; k++)
-        if (t == uint(k)) rowscale[out_row * uint(E) + t] = narrow ? ldexp(1.0, emin) : -ldexp(1.0, ex[k]);
+    store_block(dst, v, narrow ? clamp(ex - emin, 0, 3) : 0);
+    rowscale[row * uint(E) + k] = narrow ? mx_pow2_bits(emin) : mx_pow2_bits(ex) | 0x80000000u;
+#elif defined(OUT_F16)
+    store_block(dst, v, ex - emax);
+    if (k == 0u) rowscale[row] = mx_pow2_bits(emax);
 #else
-    [[unroll]] for (int k = 0; k < E; k++) {
-        const uint b = floatBitsToUint(v[k]);
-        const float m = MX_E2M1[mx_code(b & 0x7fffffffu, ex[k])];
-        const float s = (b >> 31) != 0u ? -m : m;
-#ifdef OUT_F16
-        y[base + t + uint(32 * k)] = float16_t(ldexp(s, ex[k] - emax));
-#else
-        y[base + t + uint(32 * k)] = ldexp(s, ex[k]);
-#endif
-    }
-    if (t == 0u) rowscale[out_row] = ldexp(1.0, emax);
+    store_block(dst, v, ex);
 #endif
 }

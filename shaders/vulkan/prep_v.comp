@@ -1,7 +1,7 @@
 #version 450
 // V preparation for attention: one invocation per (kv head, 32-token block, column c).
 // Quantizes V in blocks of 32 tokens along each column (the contraction axis of P V);
-// tokens past n are zero padding. Output row-major [heads, n_pad, D], like V, or with
+// tokens n..n_pad-1 are written as zero padding, so no buffer needs clearing first. Output row-major [heads, n_pad, D], like V, or with
 // `transpose` V^T [heads, D, n_pad] (the register coopmat kernel's layout).
 //   default:   fp32 decoded values (the scalar kernel's input)
 //   OUT_F16:   fp16 values divided by 2^E, E the column's largest block exponent, and
@@ -26,7 +26,7 @@ layout(std430, binding = 1) writeonly buffer Y4 { uvec4 y4[]; }; // the same buf
 #else
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 #endif
-layout(std430, binding = 2) writeonly buffer R { float colscale[]; };
+layout(std430, binding = 2) writeonly buffer R { uint colscale[]; }; // float bits
 layout(std430, binding = 3) buffer M { uint colmax[]; };
 
 layout(push_constant) uniform P {
@@ -37,7 +37,7 @@ layout(push_constant) uniform P {
 float prepared(uint b, int e, int emax)
 {
     if (pc.quant == 0u) return uintBitsToFloat(b);
-    const float m = MX_E2M1[mx_code(b & 0x7fffffffu, e)];
+    const float m = mx_round(b & 0x7fffffffu, e);
 #ifdef OUT_F16
     return ldexp((b >> 31) != 0u ? -m : m, e - emax); // scaled in one step: no fp32 underflow
 #else
@@ -47,17 +47,17 @@ float prepared(uint b, int e, int emax)
 
 void main()
 {
-    const uint nblocks = (pc.n + 31u) / 32u;
+    const uint nblocks = pc.n_pad / 32u;
     const uint idx = gl_WorkGroupID.y * gl_NumWorkGroups.x * 64u + gl_GlobalInvocationID.x;
     if (idx >= pc.heads * nblocks * uint(D)) return;
     const uint c = idx % uint(D), blk = (idx / uint(D)) % nblocks, head = idx / (uint(D) * nblocks);
-    const uint len = min(32u, pc.n - blk * 32u);
     uint bits[32];
     uint maxbits = 0u;
     for (uint i = 0u; i < 32u; i++) {
+        const uint token = blk * 32u + i;
         // clamped index: no lane ever loads out of bounds
-        uint bv = floatBitsToUint(x[pc.x_offset + (head * pc.n + blk * 32u + min(i, len - 1u)) * uint(D) + c]);
-        bits[i] = i < len ? bv : 0u;
+        const uint bv = floatBitsToUint(x[pc.x_offset + (head * pc.n + min(token, pc.n - 1u)) * uint(D) + c]);
+        bits[i] = token < pc.n ? bv : 0u;
         maxbits = max(maxbits, bits[i] & 0x7fffffffu);
     }
     const int e = mx_exponent(maxbits, pc.kind, pc.t);
@@ -68,7 +68,7 @@ void main()
     }
     const uint cm = colmax[head * uint(D) + c];
     const int emax = cm == 0u ? 0 : int(cm) - 128;
-    if (blk == 0u) colscale[head * uint(D) + c] = ldexp(1.0, emax);
+    if (blk == 0u) colscale[head * uint(D) + c] = mx_pow2_bits(emax);
 #else
     const int emax = 0; // fp32 output keeps absolute values
 #endif
