@@ -248,10 +248,11 @@ void main()
         }
 #endif
 
-        // S is in log2 units (the Q scales carry log2(e)). Row maxima, masking only tiles that
-        // reach past some row's last key; the two copies keep the compiler from predicating
-        // the mask into every tile.
-        float mx_hi = NEG_INF, mx_lo = NEG_INF;
+        // S is in log2 units (the Q scales carry log2(e)). Maxima per row and 32-key block,
+        // masking only tiles that reach past some row's last key; the two copies keep the
+        // compiler from predicating the mask into every tile.
+        float bm_hi[KT / 2], bm_lo[KT / 2];
+        [[unroll]] for (int blk = 0; blk < KT / 2; blk++) bm_hi[blk] = bm_lo[blk] = NEG_INF;
         const bool masked = int(j0) + BC - 1 > min(warp_first_last, int(pc.nk) - 1);
         [[dont_flatten]] if (masked) {
             const int lim_hi = last_hi - int(j0 + 2u * t4), lim_lo = last_lo - int(j0 + 2u * t4); // masked column offsets exceed these
@@ -259,19 +260,26 @@ void main()
                 [[unroll]] for (int i = 0; i < 8; i++) {
                     const bool lo = elem_low(i);
                     if (kt * 16 + 8 * (c_code(i) >> 2) + (c_code(i) & 1) > (lo ? lim_lo : lim_hi)) s[kt][i] = NEG_INF;
-                    if (lo) mx_lo = max(mx_lo, s[kt][i]);
-                    else mx_hi = max(mx_hi, s[kt][i]);
+                    if (lo) bm_lo[kt / 2] = max(bm_lo[kt / 2], s[kt][i]);
+                    else bm_hi[kt / 2] = max(bm_hi[kt / 2], s[kt][i]);
                 }
             }
         } else {
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
                 [[unroll]] for (int i = 0; i < 8; i++) {
-                    if (elem_low(i)) mx_lo = max(mx_lo, s[kt][i]);
-                    else mx_hi = max(mx_hi, s[kt][i]);
+                    if (elem_low(i)) bm_lo[kt / 2] = max(bm_lo[kt / 2], s[kt][i]);
+                    else bm_hi[kt / 2] = max(bm_hi[kt / 2], s[kt][i]);
                 }
             }
         }
-        const float mn_hi = max(m_hi, quad_max(mx_hi)), mn_lo = max(m_lo, quad_max(mx_lo));
+        float mx_hi = NEG_INF, mx_lo = NEG_INF;
+        [[unroll]] for (int blk = 0; blk < KT / 2; blk++) {
+            bm_hi[blk] = quad_max(bm_hi[blk]);
+            bm_lo[blk] = quad_max(bm_lo[blk]);
+            mx_hi = max(mx_hi, bm_hi[blk]);
+            mx_lo = max(mx_lo, bm_lo[blk]);
+        }
+        const float mn_hi = max(m_hi, mx_hi), mn_lo = max(m_lo, mx_lo);
         const float alpha_hi = mn_hi == NEG_INF ? 1.0 : exp2(m_hi - mn_hi);
         const float alpha_lo = mn_lo == NEG_INF ? 1.0 : exp2(m_lo - mn_lo);
         const float mz_hi = mn_hi == NEG_INF ? 0.0 : mn_hi, mz_lo = mn_lo == NEG_INF ? 0.0 : mn_lo; // a row with no key yet: P = 0
@@ -280,7 +288,6 @@ void main()
         // 2^12 (P_SCALE); rs: this lane's share of the row sums l adds (P^ under PNQ, else P~)
         float rs_hi = 0.0, rs_lo = 0.0;
         [[unroll]] for (int blk = 0; blk < KT / 2; blk++) {
-            uint bits_hi = 0u, bits_lo = 0u;
             [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
                 [[unroll]] for (int i = 0; i < 8; i++) {
                     const bool lo = elem_low(i);
@@ -290,13 +297,16 @@ void main()
                         if (lo) rs_lo += p;
                         else rs_hi += p;
                     }
-                    if (lo) bits_lo = max(bits_lo, floatBitsToUint(p));
-                    else bits_hi = max(bits_hi, floatBitsToUint(p));
                 }
             }
             if (QUANT_P) {
-                const uint exb_hi = uint(mx_exponent(quad_max(bits_hi), KIND, pc.t) + 127) << 23;
-                const uint exb_lo = uint(mx_exponent(quad_max(bits_lo), KIND, pc.t) + 127) << 23;
+                // The block's largest P~ is the exp2 of its largest S (the same operands as that
+                // element's own P~), as long as exp2 is monotonic; were it not somewhere, a P~
+                // 1 ulp above a block exponent boundary could saturate. Saves a max per
+                // element over P~'s bits.
+                const float pm_hi = exp2(bm_hi[blk] - mz_hi), pm_lo = exp2(bm_lo[blk] - mz_lo);
+                const uint exb_hi = uint(mx_exponent(floatBitsToUint(pm_hi), KIND, pc.t) + 127) << 23;
+                const uint exb_lo = uint(mx_exponent(floatBitsToUint(pm_lo), KIND, pc.t) + 127) << 23;
                 const float sat_hi = uintBitsToFloat(exb_hi + 0x01400000u), sat_lo = uintBitsToFloat(exb_lo + 0x01400000u);
                 [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
                     [[unroll]] for (int i = 0; i < 8; i++) {
