@@ -38,6 +38,7 @@ const int PITCH = 33;     // shared floats per block
 const uint PAD = 0x80000000u; // marks a padding row in srow (input rows are below 2^31)
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) readonly buffer X4 { vec4 x4[]; }; // the same buffer, for x_offset % 4 == 0
 // 16-byte stores: a block is 8 (fp32), 4 (fp16) or 2 (int8) of them
 layout(std430, binding = 1) writeonly buffer Y { uvec4 y[]; };
 layout(std430, binding = 2) writeonly buffer R { uint rowscale[]; }; // float bits; OUT_I8: [rows][E] block scales
@@ -90,13 +91,23 @@ void main()
     // Element i of the workgroup's rows goes to sv[i / 32 * PITCH + i % 32]. The loads have
     // no condition, so they are all in flight at once (a padding row loads input row 0 and
     // drops it); with ROWS * E < 64, elements past the rows fall into row ROWS and unused blocks.
+    // Four elements per load where the offset allows (a row's D is a multiple of 4).
+    const bool by4 = (pc.x_offset & 3u) == 0u;
     float loaded[32];
-    [[unroll]] for (int j = 0; j < 32; j++) {
-        const uint i = lid + uint(64 * j);
-        loaded[j] = x[pc.x_offset + (srow[i / uint(D)] & ~PAD) * uint(D) + i % uint(D)];
+    if (by4) {
+        [[unroll]] for (int j = 0; j < 8; j++) {
+            const uint i = 4u * (lid + uint(64 * j));
+            const vec4 q = x4[(pc.x_offset + (srow[i / uint(D)] & ~PAD) * uint(D) + i % uint(D)) / 4u];
+            [[unroll]] for (int c = 0; c < 4; c++) loaded[4 * j + c] = q[c];
+        }
+    } else {
+        [[unroll]] for (int j = 0; j < 32; j++) {
+            const uint i = lid + uint(64 * j);
+            loaded[j] = x[pc.x_offset + (srow[i / uint(D)] & ~PAD) * uint(D) + i % uint(D)];
+        }
     }
     [[unroll]] for (int j = 0; j < 32; j++) {
-        const uint i = lid + uint(64 * j);
+        const uint i = by4 ? 4u * (lid + uint(64 * (j / 4))) + uint(j % 4) : lid + uint(64 * j);
         sv[i / 32u * uint(PITCH) + i % 32u] = (srow[i / uint(D)] & PAD) != 0u ? 0.0 : loaded[j];
     }
     barrier();
