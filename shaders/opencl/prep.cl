@@ -262,21 +262,27 @@ __kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_p
     if (c >= d) return;
     __global const float *src = x + x_off + (size_t)bh * n * d + c;
     const int j0 = blk * 32, len = clamp(n - j0, 0, 32);
+    /* the block's 32 keys at once, without conditions (keys past n read key n - 1 and
+     * are dropped), so that the loads are all in flight together */
+    uint bits[32];
+#pragma unroll
+    for (int k = 0; k < 32; k++) bits[k] = as_uint(src[(size_t)min(j0 + k, n - 1) * d]);
     uint m = 0u;
-    for (int k = 0; k < len; k++) m = max(m, as_uint(src[(size_t)(j0 + k) * d]) & 0x7fffffffu);
+#pragma unroll
+    for (int k = 0; k < 32; k++) {
+        if (k >= len) bits[k] = 0u;
+        m = max(m, bits[k] & 0x7fffffffu);
+    }
     const int e = mxa_exponent(m, ceil_rule, thr, pow2_dec);
     __global uint *dst = out + ((size_t)bh * d + c) * (n_pad / 4) + j0 / 4;
-    for (int w = 0; w < 8; w++) {
+#pragma unroll
+    for (int w = 0; w < 8; w++) { /* unrolled: bits[] is indexed by constants only */
         uint word = 0u;
+#pragma unroll
         for (int i = 0; i < 4; i++) {
-            const int k = mxa_v_key(4 * w + i);
-            int tw = 0;
-            if (k < len) {
-                const uint bits = as_uint(src[(size_t)(j0 + k) * d]);
-                tw = mxa_e2m1_twice(mxa_e2m1_code(bits & 0x7fffffffu, e));
-                if (bits >> 31) tw = -tw;
-            }
-            word |= ((uint)tw & 0xffu) << (8 * i);
+            const uint b = bits[mxa_v_key(4 * w + i)];
+            const int tw = mxa_e2m1_twice(mxa_e2m1_code(b & 0x7fffffffu, e));
+            word |= ((uint)((b >> 31) ? -tw : tw) & 0xffu) << (8 * i);
         }
         dst[mxa_word_pos(4 * w) >> 2] = word;
     }
