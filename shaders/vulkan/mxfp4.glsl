@@ -1,6 +1,6 @@
 // MXFP4 quantization of SPEC §1 from fp32 bits, built so that the result does not depend
-// on a device's denormal or ldexp behaviour (bit-exact with runtime/mxfp4.c). The rule arrives as kind (0 OCP, 1 ceiling) and t = q * 2^21,
-// an integer for every q in [6, 8].
+// on a device's denormal or ldexp behaviour (bit-exact with runtime/mxfp4.c). The rule
+// arrives as kind (0 OCP, 1 ceiling) and t = q * 2^21, an integer for every q in [6, 8].
 
 // Shared exponent of a block whose largest magnitude has bits `maxbits` (finite).
 // Selects, not branches: inside the attention loop a branch per call costs a divergence

@@ -1,8 +1,9 @@
 #version 450
 // V preparation for attention: one invocation per (kv head, 32-token block, column c).
 // Quantizes V in blocks of 32 tokens along each column (the contraction axis of P V);
-// tokens n..n_pad-1 are written as zero padding, so no buffer needs clearing first. Output row-major [heads, n_pad, D], like V, or with
-// `transpose` V^T [heads, D, n_pad] (the register coopmat kernel's layout).
+// tokens n..n_pad-1 are written as zero padding, so no buffer needs clearing first.
+// Output row-major [heads, n_pad, D], like V, or with `transpose` V^T [heads, D, n_pad]
+// (the register coopmat kernel's layout).
 //   default:   fp32 decoded values (the scalar kernel's input)
 //   OUT_F16:   fp16 values divided by 2^E, E the column's largest block exponent, and
 //              colscale[head, c] = 2^E: exact in fp16 whatever the absolute scale, for
