@@ -34,9 +34,10 @@ void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
 #define MAX_D 128
 #define NARROW_SPREAD 3 /* the largest exponent spread of a "narrow" row */
 #define SENTINEL 0xA5   /* output bytes before the dispatch: a row nobody writes keeps it */
-/* floats of NaN before the input (a wrong x_offset poisons the row): 7 takes the kernel's one-float
- * loads, test_gaussian also runs 8, its four-float loads */
-static int g_x_offset = 7;
+/* floats of NaN before the input (a wrong x_offset poisons the row): 7 takes the kernel's
+ * one-float loads, 8 its four-float loads */
+#define X_OFFSET_BY1 7
+#define X_OFFSET_BY4 8
 
 typedef struct prep_pc { /* prep_qk.comp's push constants */
     uint32_t rows_pad, n, n_pad, x_offset, hadamard, quant, kind, t;
@@ -136,14 +137,14 @@ static void expect_row(const float *src, int d, int hadamard, mxa_rule rule, exp
 }
 
 /*
- * Runs prep_qk_i8 on `rows` rows of d floats, heads of n rows padded to n_pad, and checks
- * every output row. Returns the number of narrow rows.
+ * Runs prep_qk_i8 on `rows` rows of d floats (after x_offset floats of NaN), heads of n
+ * rows padded to n_pad, and checks every output row. Returns the number of narrow rows.
  */
-static int run_check(const float *x, int rows, int d, int n, int n_pad, int hadamard, mxa_rule rule)
+static int run_check_at(int x_offset, const float *x, int rows, int d, int n, int n_pad, int hadamard, mxa_rule rule)
 {
     assert_int_equal(rows % n, 0); /* whole heads, as vk_attention.c passes them */
     const int nb = d / 32, heads = rows / n, out_rows = heads * n_pad + 1; /* +1: past the end */
-    const size_t xbytes = (size_t)(g_x_offset + rows * d) * 4, ybytes = (size_t)out_rows * d,
+    const size_t xbytes = (size_t)(x_offset + rows * d) * 4, ybytes = (size_t)out_rows * d,
                  sbytes = (size_t)out_rows * nb * 4;
     float *xin = malloc(xbytes), *scales = malloc(sbytes);
     int8_t *y = malloc(ybytes);
@@ -152,11 +153,11 @@ static int run_check(const float *x, int rows, int d, int n, int n_pad, int hada
     assert_non_null(scales);
     assert_non_null(y);
     assert_non_null(fill);
-    for (int i = 0; i < g_x_offset; i++) xin[i] = NAN;
-    memcpy(xin + g_x_offset, x, (size_t)rows * d * 4);
+    for (int i = 0; i < x_offset; i++) xin[i] = NAN;
+    memcpy(xin + x_offset, x, (size_t)rows * d * 4);
     memset(fill, SENTINEL, sbytes > ybytes ? sbytes : ybytes);
 
-    prep_pc pc = {(uint32_t)(heads * n_pad), (uint32_t)n, (uint32_t)n_pad, (uint32_t)g_x_offset, hadamard != 0, 1, 0, 0, mxa_hadamard_norm(d)};
+    prep_pc pc = {(uint32_t)(heads * n_pad), (uint32_t)n, (uint32_t)n_pad, (uint32_t)x_offset, hadamard != 0, 1, 0, 0, mxa_hadamard_norm(d)};
     vk_rule_params(rule, &pc.kind, &pc.t);
     const int32_t spec[VK_SPEC_COUNT] = {d, 0, 0, 0, 0, 0};
     vk_buffer *xb, *yb, *sb;
@@ -225,6 +226,18 @@ static int run_check(const float *x, int rows, int d, int n, int n_pad, int hada
     return narrow_rows;
 }
 
+static int run_check(const float *x, int rows, int d, int n, int n_pad, int hadamard, mxa_rule rule)
+{
+    return run_check_at(X_OFFSET_BY1, x, rows, d, n, n_pad, hadamard, rule);
+}
+
+/* run_check through both of the kernel's load paths; the narrow count depends on the data only. */
+static int run_check_both_loads(const float *x, int rows, int d, int n, int n_pad, int hadamard, mxa_rule rule)
+{
+    run_check_at(X_OFFSET_BY1, x, rows, d, n, n_pad, hadamard, rule);
+    return run_check_at(X_OFFSET_BY4, x, rows, d, n, n_pad, hadamard, rule);
+}
+
 static const int dims[] = {32, 64, 128};
 
 /* (7) Every case runs under OCP and the ceiling rule (q = 7.25), some also under q = 6. */
@@ -249,11 +262,8 @@ static void test_gaussian(void **state)
                 tu_rng rng = {(uint64_t)(1000 * d + 10 * ri + had)};
                 tu_fill_normal(&rng, x, (int64_t)rows * d, 1.0f);
                 for (int i = 0; i < 4 * d; i++) x[i] = (float)floor(x[i] * 8.0) / 4.0f; /* ties k/4 */
-                for (g_x_offset = 7; g_x_offset <= 8; g_x_offset++) {
-                    const int narrow = run_check(x, rows, d, rows, rows, had, rule_of(ri));
-                    assert_true(narrow >= rows / 2); /* the common case must be the narrow one */
-                }
-                g_x_offset = 7;
+                const int narrow = run_check_both_loads(x, rows, d, rows, rows, had, rule_of(ri));
+                assert_true(narrow >= rows / 2); /* the common case must be the narrow one */
             }
     free(x);
 }
@@ -372,11 +382,8 @@ static void test_padding(void **state)
             tu_rng rng = {(uint64_t)(6000 * d + had)};
             tu_fill_normal(&rng, x, (int64_t)2 * n * d, 2.0f);
             for (int i = 0; i < 32; i++) x[n * d + i] *= 4096.0f; /* head 1, row 0: wide when d > 32 */
-            for (g_x_offset = 7; g_x_offset <= 8; g_x_offset++) {
-                run_check(x, 2 * n, d, n, n_pad, had, rule_of(had));
-                run_check(x, n, d, n, n_pad, had, rule_of(had)); /* one head */
-            }
-            g_x_offset = 7;
+            run_check_both_loads(x, 2 * n, d, n, n_pad, had, rule_of(had));
+            run_check_both_loads(x, n, d, n, n_pad, had, rule_of(had)); /* one head */
         }
 }
 
