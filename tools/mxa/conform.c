@@ -259,9 +259,10 @@ static int pick_devices(conform_report *rep, mxa_runtime *rt, const char *device
         }
     }
     if (devices) {
-        char buf[256];
+        /* strtok_r: opening a device runs driver code (the Vulkan loader calls strtok) */
+        char buf[256], *save = NULL;
         snprintf(buf, sizeof buf, "%s", devices);
-        for (char *t = strtok(buf, ","); t && *nids < 32; t = strtok(NULL, ",")) {
+        for (char *t = strtok_r(buf, ",", &save); t && *nids < 32; t = strtok_r(NULL, ",", &save)) {
             mxa_device *dev = NULL;
             mxa_status st = mxa_device_open(rt, t, &dev);
             if (st == MXA_ERR_NOT_FOUND) {

@@ -243,6 +243,10 @@ typedef struct conform_problem {
     float *q, *k, *v;
 } conform_problem;
 
+/* The problem of an attention-group case under run seed `seed`: its params
+ * (drawn from the seed for attention/random/NN) and the seed of its data. */
+void conform_attn_case_params(const conform_case *c, uint64_t seed, conform_attn_params *a, uint64_t *data_seed);
+
 /* Allocates and fills a problem from params and a seed. 0 on success. */
 int conform_problem_make(conform_problem *p, const conform_attn_params *a, uint64_t seed);
 void conform_problem_free(conform_problem *p);

@@ -455,31 +455,38 @@ static void run_attention(conform_ctx *ctx, const conform_case *c, conform_resul
 }
 
 /* A shape and recipe drawn from the case seed (different for every --seed). */
-static void run_random_attention(conform_ctx *ctx, const conform_case *c, conform_result *r)
+static void draw_random(const conform_case *c, uint64_t seed, conform_attn_params *a, uint64_t *data_seed)
 {
     static const int64_t ds[] = {32, 64, 128, 256};
     static const int bcs[] = {0, 0, 32, 64, 128, 256};
-    conform_rng g = {conform_case_seed(ctx->seed, c->name)};
+    conform_rng g = {conform_case_seed(seed, c->name)};
+    memset(a, 0, sizeof *a);
+    a->recipe = (int)(conform_next(&g) % (uint64_t)conform_recipe_count);
+    a->causal = (int)(conform_next(&g) & 1);
+    a->b = 1 + (int64_t)(conform_next(&g) % 2);
+    a->hkv = 1 + (int64_t)(conform_next(&g) % 3);
+    a->h = a->hkv * (1 + (int64_t)(conform_next(&g) % 3));
+    a->d = ds[conform_next(&g) % 4];
+    a->nq = 1 + (int64_t)(conform_next(&g) % (a->d == 256 ? 80 : 150));
+    a->nk = 1 + (int64_t)(conform_next(&g) % 400);
+    a->bc = bcs[conform_next(&g) % 6];
+    a->io = (conform_io)(conform_next(&g) & 1);
+    a->flavour = (conform_flavour)(conform_next(&g) % 3);
+    a->lse = 1;
+    *data_seed = conform_next(&g);
+}
+
+static void run_random_attention(conform_ctx *ctx, const conform_case *c, conform_result *r)
+{
     conform_attn_params a;
-    memset(&a, 0, sizeof a);
-    a.recipe = (int)(conform_next(&g) % (uint64_t)conform_recipe_count);
-    a.causal = (int)(conform_next(&g) & 1);
-    a.b = 1 + (int64_t)(conform_next(&g) % 2);
-    a.hkv = 1 + (int64_t)(conform_next(&g) % 3);
-    a.h = a.hkv * (1 + (int64_t)(conform_next(&g) % 3));
-    a.d = ds[conform_next(&g) % 4];
-    a.nq = 1 + (int64_t)(conform_next(&g) % (a.d == 256 ? 80 : 150));
-    a.nk = 1 + (int64_t)(conform_next(&g) % 400);
-    a.bc = bcs[conform_next(&g) % 6];
-    a.io = (conform_io)(conform_next(&g) & 1);
-    a.flavour = (conform_flavour)(conform_next(&g) % 3);
-    a.lse = 1;
+    uint64_t data_seed;
+    draw_random(c, ctx->seed, &a, &data_seed);
     char shape[160];
     snprintf(shape, sizeof shape, "%s %s B%lld H%lld Hkv%lld Nq%lld Nk%lld D%lld Bc%d %s", conform_recipes[a.recipe].name,
              a.causal ? "causal" : "noncausal", (long long)a.b, (long long)a.h, (long long)a.hkv, (long long)a.nq,
              (long long)a.nk, (long long)a.d, a.bc, a.io ? "buffers" : "host");
     conform_problem p;
-    if (conform_problem_make(&p, &a, conform_next(&g))) {
+    if (conform_problem_make(&p, &a, data_seed)) {
         conform_fail(r, "out of memory");
         return;
     }
@@ -491,6 +498,16 @@ static void run_random_attention(conform_ctx *ctx, const conform_case *c, confor
     /* name the draw: the case name alone does not say what ran */
     const size_t len = strlen(r->message);
     snprintf(r->message + len, sizeof r->message - len, "%s[%s]", len ? " " : "", shape);
+}
+
+void conform_attn_case_params(const conform_case *c, uint64_t seed, conform_attn_params *a, uint64_t *data_seed)
+{
+    if (c->run == run_random_attention) {
+        draw_random(c, seed, a, data_seed);
+        return;
+    }
+    *a = c->attn;
+    *data_seed = conform_case_seed(seed, c->name);
 }
 
 static const char *const flavour_what[] = {

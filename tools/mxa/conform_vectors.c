@@ -65,9 +65,9 @@ static int set_quant_bits(vec_config *cfg, const char *text)
 {
     uint32_t bits = 0;
     if (strcmp(text, "none") != 0 && *text) {
-        char buf[64];
+        char buf[64], *save = NULL;
         snprintf(buf, sizeof buf, "%s", text);
-        for (char *tok = strtok(buf, ", "); tok; tok = strtok(NULL, ", ")) {
+        for (char *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
             if (strcmp(tok, "qk") == 0) bits |= MXA_QUANT_QK;
             else if (strcmp(tok, "v") == 0) bits |= MXA_QUANT_V;
             else if (strcmp(tok, "p") == 0) bits |= MXA_QUANT_P;
@@ -179,9 +179,9 @@ static int read_config(const char *stem, vec_config *cfg)
     cfg->bc = EXPORT_BC;
     const char *base = strrchr(stem, '/');
     base = base ? base + 1 : stem;
-    char buf[256];
+    char buf[256], *save = NULL;
     snprintf(buf, sizeof buf, "%s", base);
-    for (char *tok = strtok(buf, "_"); tok; tok = strtok(NULL, "_")) {
+    for (char *tok = strtok_r(buf, "_", &save); tok; tok = strtok_r(NULL, "_", &save)) {
         mxa_rule rule;
         if (mxa_rule_parse(tok, &rule) == MXA_OK) cfg->rule = rule; /* "tfs" is a rule and a recipe: both */
         if (set_recipe(cfg, tok) == 0) continue;
@@ -430,14 +430,17 @@ static int write_attention(const char *dir, const char *stem, const conform_case
     memset(&r, 0, sizeof r);
     cli_outputs outs = {0};
     int rc = -1;
-    if (conform_problem_make(&p, &c->attn, conform_case_seed(seed, c->name))) {
+    conform_attn_params a;
+    uint64_t data_seed;
+    conform_attn_case_params(c, seed, &a, &data_seed); /* attention/random/NN: the shape drawn from the seed */
+    if (conform_problem_make(&p, &a, data_seed)) {
         cli_error("conform: out of memory");
         return -1;
     }
-    mxa_attention_desc desc = conform_recipe_desc(c->attn.recipe);
-    desc.causal = c->attn.causal;
+    mxa_attention_desc desc = conform_recipe_desc(a.recipe);
+    desc.causal = a.causal;
     if (c->index > 0) desc.scale = (float)c->index / 1000.0f;
-    const int bc = c->attn.bc ? c->attn.bc : EXPORT_BC;
+    const int bc = a.bc ? a.bc : EXPORT_BC;
     if (conform_reference(&desc, bc, &p, 1, &ref, &r)) {
         cli_error("conform: %s: %s", c->name, r.message);
         goto out;
@@ -454,7 +457,7 @@ static int write_attention(const char *dir, const char *stem, const conform_case
     snprintf(json, sizeof json,
              "{\"kind\": \"attention\", \"case\": \"%s\", \"recipe\": \"%s\", \"hadamard\": %d, \"rule\": \"%s\", "
              "\"placement\": \"%s\", \"quantize\": \"%s%s%s%s\", \"causal\": %d, \"bc\": %d, \"scale\": %.9g, \"seed\": %llu}\n",
-             c->name, conform_recipes[c->attn.recipe].name, desc.hadamard, rule,
+             c->name, conform_recipes[a.recipe].name, desc.hadamard, rule,
              desc.placement == MXA_PLACEMENT_PNQ ? "pnq" : "direct", desc.quantize ? "" : "none",
              (desc.quantize & MXA_QUANT_QK) ? "qk," : "", (desc.quantize & MXA_QUANT_V) ? "v," : "",
              (desc.quantize & MXA_QUANT_P) ? "p" : "", desc.causal, bc,

