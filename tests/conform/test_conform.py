@@ -148,6 +148,30 @@ def test_write():
     check(rc == 0 and "24 cases passed" in out, "seed 7 random vectors read back and pass", show(rc, out, err))
 
 
+def test_rule():
+    """q=<x> is range-checked on the numeral: 8.0000001 and 5.9999999 are refused (they round to 8.0f, 6.0f)."""
+    x = path("x.npy")
+    npy_write(x, "<f4", (1, 32), [float(i) / 7.0 for i in range(32)])
+    for rule in ("q=8.0000001", "q=5.9999999", "q=8.00000000000000000001", "q=-8"):
+        rc, out, err = run(["quantize", x, "--rule", rule])
+        check(rc == 2 and "expected ocp, tfs, uos or q=<x>" in err, "quantize --rule %s refused (exit 2)" % rule,
+              show(rc, out, err))
+    for rule in ("q=8", "q=6", "q=7.99999999999999999999", "q=6.5"):
+        rc, out, err = run(["quantize", x, "--rule", rule])
+        check(rc == 0, "quantize --rule %s accepted" % rule, show(rc, out, err))
+    # the same parser reads a vector's sidecar
+    d = write_vectors("vec", "quantize/random/uos")
+    stems = sorted(f[:-5] for f in os.listdir(d) if f.endswith(".json"))
+    check(len(stems) > 0, "quantize/spec exported")
+    with open(os.path.join(d, stems[0] + ".json")) as f:
+        meta = json.load(f)
+    meta["rule"] = "q=8.0000001"
+    with open(os.path.join(d, stems[0] + ".json"), "w") as f:
+        json.dump(meta, f)
+    rc, out, err = run(["conform", "--vectors", d, "-b", "cpu", "--variants", "none"])
+    check(rc == 1 and "bad value for \"rule\"" in out, "a vector with rule q=8.0000001 fails", show(rc, out, err))
+
+
 def main():
     fn = globals().get("test_" + GROUP)
     if not fn:
