@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "attention_check.h"
+#include "handles.h"
+#include "log.h"
 #include "mxfp4.h"
 #include "reference.h"
 #include "runtime_internal.h"
@@ -18,31 +20,74 @@
 
 mxa_status mxa_buffer_create(mxa_device *dev, size_t bytes, mxa_buffer **out)
 {
-    if (!dev || !out) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_create: NULL argument");
+    mxa_status st = mxa_device_check(dev, "mxa_buffer_create");
+    if (st) return st;
+    if (!out) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_create: NULL argument");
     *out = NULL;
     if (bytes == 0) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_create: size is 0");
     mxa_buffer *buf = calloc(1, sizeof *buf);
     if (!buf) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_buffer_create: out of memory");
     pthread_mutex_lock(&dev->lock);
-    mxa_status st = dev->ops->buffer_create(dev->impl, bytes, &buf->handle);
+    st = dev->ops->buffer_create(dev->impl, bytes, &buf->handle);
     pthread_mutex_unlock(&dev->lock);
     if (st) {
         free(buf);
         return st;
     }
-    buf->dev = dev;
     buf->bytes = bytes;
-    *out = buf;
-    return MXA_OK;
+    mxa_handles_lock();
+    /* the device was checked above; closing it meanwhile is a caller's race, and then the handle leaks */
+    const int live = mxa_handle_live_locked(dev, MXA_HANDLE_DEVICE);
+    if (live && mxa_handle_add_locked(buf, MXA_HANDLE_BUFFER) == 0) {
+        buf->dev = dev;
+        buf->next = dev->buffers;
+        if (dev->buffers) dev->buffers->prev = buf;
+        dev->buffers = buf;
+        *out = buf;
+    } else if (live) {
+        pthread_mutex_lock(&dev->lock);
+        dev->ops->buffer_destroy(dev->impl, buf->handle);
+        pthread_mutex_unlock(&dev->lock);
+    }
+    mxa_handles_unlock();
+    if (*out) return MXA_OK;
+    free(buf);
+    return live ? mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_buffer_create: out of memory")
+                : mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_create: the device was closed meanwhile");
 }
 
 void mxa_buffer_destroy(mxa_buffer *buf)
 {
     if (!buf) return;
-    pthread_mutex_lock(&buf->dev->lock);
-    buf->dev->ops->buffer_destroy(buf->dev->impl, buf->handle);
-    pthread_mutex_unlock(&buf->dev->lock);
+    mxa_handles_lock();
+    if (!mxa_handle_remove_locked(buf, MXA_HANDLE_BUFFER)) {
+        mxa_handles_unlock();
+        MXA_LOG_W("mxa_buffer_destroy: not a live buffer (destroyed twice?); nothing done");
+        return;
+    }
+    mxa_device *dev = buf->dev;
+    if (dev) { /* else its device was closed and freed the memory already */
+        if (buf->prev) buf->prev->next = buf->next;
+        else dev->buffers = buf->next;
+        if (buf->next) buf->next->prev = buf->prev;
+        pthread_mutex_lock(&dev->lock);
+        dev->ops->buffer_destroy(dev->impl, buf->handle);
+        pthread_mutex_unlock(&dev->lock);
+    }
+    mxa_handles_unlock();
     free(buf);
+}
+
+/* The device of a live buffer whose device is open, or NULL after one error line. */
+static mxa_device *buffer_device(const mxa_buffer *buf, const char *fn)
+{
+    mxa_handles_lock();
+    const int live = mxa_handle_live_locked(buf, MXA_HANDLE_BUFFER);
+    mxa_device *dev = live ? buf->dev : NULL;
+    mxa_handles_unlock();
+    if (!live) mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: not a live buffer (destroyed already?)", fn);
+    else if (!dev) mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the buffer's device was closed", fn);
+    return dev;
 }
 
 static mxa_status check_range(const mxa_buffer *buf, size_t offset, const void *host, size_t bytes,
@@ -50,28 +95,34 @@ static mxa_status check_range(const mxa_buffer *buf, size_t offset, const void *
 {
     if (!buf || !host) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
     if (offset > buf->bytes || bytes > buf->bytes - offset)
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: range [%zu, %zu) is outside the %zu-byte buffer", fn,
-                        offset, offset + bytes, buf->bytes);
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: %zu bytes at offset %zu do not fit the %zu-byte buffer", fn, bytes,
+                        offset, buf->bytes);
     return MXA_OK;
 }
 
 mxa_status mxa_buffer_upload(mxa_buffer *buf, size_t offset, const void *src, size_t bytes)
 {
+    if (!buf) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_upload: NULL argument");
+    mxa_device *dev = buffer_device(buf, "mxa_buffer_upload");
+    if (!dev) return MXA_ERR_INVALID_ARGUMENT;
     mxa_status st = check_range(buf, offset, src, bytes, "mxa_buffer_upload");
     if (st || bytes == 0) return st;
-    pthread_mutex_lock(&buf->dev->lock);
-    st = buf->dev->ops->buffer_upload(buf->dev->impl, buf->handle, offset, src, bytes);
-    pthread_mutex_unlock(&buf->dev->lock);
+    pthread_mutex_lock(&dev->lock);
+    st = dev->ops->buffer_upload(dev->impl, buf->handle, offset, src, bytes);
+    pthread_mutex_unlock(&dev->lock);
     return st;
 }
 
 mxa_status mxa_buffer_download(const mxa_buffer *buf, size_t offset, void *dst, size_t bytes)
 {
+    if (!buf) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_download: NULL argument");
+    mxa_device *dev = buffer_device(buf, "mxa_buffer_download");
+    if (!dev) return MXA_ERR_INVALID_ARGUMENT;
     mxa_status st = check_range(buf, offset, dst, bytes, "mxa_buffer_download");
     if (st || bytes == 0) return st;
-    pthread_mutex_lock(&buf->dev->lock);
-    st = buf->dev->ops->buffer_download(buf->dev->impl, buf->handle, offset, dst, bytes);
-    pthread_mutex_unlock(&buf->dev->lock);
+    pthread_mutex_lock(&dev->lock);
+    st = dev->ops->buffer_download(dev->impl, buf->handle, offset, dst, bytes);
+    pthread_mutex_unlock(&dev->lock);
     return st;
 }
 
@@ -94,11 +145,15 @@ static void arg_free(arg *a)
 static mxa_status check_device_tensor(const mxa_device *dev, const mxa_tensor *t, const char *name)
 {
     const size_t bytes = (size_t)mxa_tensor_numel(t) * sizeof(float);
-    if (t->buffer->dev != dev)
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the buffer belongs to another device", name);
+    const mxa_device *owner = buffer_device(t->buffer, name);
+    if (!owner) return MXA_ERR_INVALID_ARGUMENT;
+    if (owner != dev) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the buffer belongs to another device", name);
     if (t->dtype != MXA_F32)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: device-buffer tensors must be float32", name);
-    if (t->offset % 4 || t->offset > t->buffer->bytes || bytes > t->buffer->bytes - t->offset)
+    if (t->offset % 4)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: offset %zu is not a multiple of 4 (float32 elements)", name,
+                        t->offset);
+    if (t->offset > t->buffer->bytes || bytes > t->buffer->bytes - t->offset)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: %zu bytes at offset %zu do not fit its %zu-byte buffer", name,
                         bytes, t->offset, t->buffer->bytes);
     return MXA_OK;
@@ -136,8 +191,9 @@ static mxa_status arg_input(mxa_device *dev, const mxa_tensor *t, const char *na
 
 mxa_status mxa_quantize(mxa_device *dev, const mxa_tensor *x, mxa_rule rule, uint8_t *codes, uint8_t *scales)
 {
-    mxa_status st;
-    if (!dev || !codes || !scales) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_quantize: NULL argument");
+    mxa_status st = mxa_device_check(dev, "mxa_quantize");
+    if (st) return st;
+    if (!codes || !scales) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_quantize: NULL argument");
     if ((st = mxa_tensor_check(x, "x"))) return st;
     if (!mxa_rule_valid(rule))
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_quantize: invalid rule (q must be in [6, 8])");
@@ -194,9 +250,10 @@ mxa_status mxa_attention(mxa_device *dev, const mxa_attention_desc *desc, const 
                          const mxa_tensor *k, const mxa_tensor *v, mxa_tensor *o, mxa_tensor *lse,
                          mxa_attention_info *info)
 {
-    if (!dev) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_attention: device is NULL");
+    mxa_status st = mxa_device_check(dev, "mxa_attention");
+    if (st) return st;
     mxa_attention_dims dm;
-    mxa_status st = mxa_attention_check(desc, q, k, v, o, lse, &dm);
+    st = mxa_attention_check(desc, q, k, v, o, lse, &dm);
     if (st) return st;
     mxa_attention_call call;
     memset(&call, 0, sizeof call);

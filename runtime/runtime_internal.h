@@ -13,11 +13,18 @@ typedef struct mxa_backend_slot {
     mxa_backend_info info;
     mxa_probed_device devices[MXA_MAX_DEVICES_PER_BACKEND];
     int device_count;
+    int probed;   /* probe ran (or was refused: disabled, not built); under probe_lock */
+    int disabled; /* named by MXA_DISABLE / opts->disable */
 } mxa_backend_slot;
 
+/* Backends are probed (their libraries loaded) on first need: opening
+ * "vulkan:0" loads Vulkan only, "cpu" loads nothing; "auto" and listing
+ * devices probe every backend not disabled. */
 struct mxa_runtime {
+    pthread_mutex_t probe_lock;
     mxa_backend_slot backends[MXA_MAX_BACKENDS];
     int backend_count;
+    struct mxa_device *devices; /* open devices (list under the handle lock) */
 };
 
 struct mxa_device {
@@ -25,13 +32,19 @@ struct mxa_device {
     const mxa_backend_ops *ops;
     const mxa_probed_device *probed;
     void *impl;
-    pthread_mutex_t lock; /* a device serialises its own queue */
+    pthread_mutex_t lock;       /* a device serialises its own queue */
+    struct mxa_device *next;    /* in rt->devices */
+    struct mxa_buffer *buffers; /* live buffers (list under the handle lock) */
 };
 
 struct mxa_buffer {
-    mxa_device *dev;
+    mxa_device *dev; /* NULL once the device was closed (the buffer is orphaned) */
     void *handle;
     size_t bytes;
+    struct mxa_buffer *prev, *next; /* in dev->buffers */
 };
+
+/* MXA_OK if dev is an open device of this process, else one error line naming fn. */
+mxa_status mxa_device_check(const mxa_device *dev, const char *fn);
 
 #endif

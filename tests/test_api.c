@@ -351,12 +351,15 @@ static void test_logging(void **state)
     assert_int_equal(mxa_log_set_callback(count_log, &log_lines), MXA_OK);
     assert_int_equal(mxa_log_set_level(MXA_LOG_DEBUG), MXA_OK);
     mxa_runtime *rt;
-    assert_int_equal(mxa_runtime_create(NULL, &rt), MXA_OK); /* logs each backend at info */
+    int n = 0;
+    assert_int_equal(mxa_runtime_create(NULL, &rt), MXA_OK);
+    assert_int_equal(mxa_device_count(rt, &n), MXA_OK); /* probes, logging each backend at info */
     mxa_runtime_destroy(rt);
     assert_true(log_lines > 0);
     int before = log_lines;
     assert_int_equal(mxa_log_set_level(MXA_LOG_ERROR), MXA_OK);
     assert_int_equal(mxa_runtime_create(NULL, &rt), MXA_OK);
+    assert_int_equal(mxa_device_count(rt, &n), MXA_OK);
     mxa_runtime_destroy(rt);
     assert_int_equal(log_lines, before);
     mxa_log_set_callback(NULL, NULL);
