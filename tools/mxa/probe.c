@@ -27,13 +27,16 @@
  * Exit status: 0 at least one device is present, 1 none is, 2 an error (or a usage mistake).
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "conform.h"
+#include "isolate.h"
 
 #define PROBE_ERROR 2
 
@@ -151,7 +154,7 @@ static int what_if_all(const mxa_device_info *devs, int nd, what_if *out, int ma
 
 /* ------------------------------------------------------------------ json */
 
-static void print_json(const mxa_runtime *rt, int nb, const mxa_device_info *devs, int nd, const char *auto_id,
+static void print_json(const mxa_backend_info *bis, int nb, const mxa_device_info *devs, int nd, const char *auto_id,
                        const what_if *wi, int nwi)
 {
     printf("{\n  \"version\": ");
@@ -161,8 +164,7 @@ static void print_json(const mxa_runtime *rt, int nb, const mxa_device_info *dev
     else printf("null");
     printf(",\n  \"backends\": [");
     for (int i = 0; i < nb; i++) {
-        mxa_backend_info b;
-        if (mxa_backend_get_info(rt, i, &b)) continue;
+        const mxa_backend_info b = bis[i];
         printf("%s\n    {", i ? "," : "");
         json_key("name", b.name, 1);
         printf("\"built\": %s, \"present\": %s, \"device_count\": %d, ", b.built ? "true" : "false",
@@ -224,13 +226,12 @@ static void print_json(const mxa_runtime *rt, int nb, const mxa_device_info *dev
 
 /* ------------------------------------------------------------------ text */
 
-static void print_text(const mxa_runtime *rt, int nb, const mxa_device_info *devs, int nd, const char *auto_id,
+static void print_text(const mxa_backend_info *bis, int nb, const mxa_device_info *devs, int nd, const char *auto_id,
                        const what_if *wi, int nwi)
 {
     printf("mxa %s\n\nbackends:\n", mxa_version_string());
     for (int i = 0; i < nb; i++) {
-        mxa_backend_info b;
-        if (mxa_backend_get_info(rt, i, &b)) continue;
+        const mxa_backend_info b = bis[i];
         if (b.present && b.reason[0]) printf("  %-8s present  %s\n", b.name, b.reason);
         else if (b.present) printf("  %-8s present  %d device%s\n", b.name, b.device_count, b.device_count == 1 ? "" : "s");
         else
@@ -286,6 +287,96 @@ static void print_text(const mxa_runtime *rt, int nb, const mxa_device_info *dev
     }
 }
 
+/* ------------------------------------------------------ one backend, isolated */
+
+/* What a child reports about one backend: its info, its devices, their what-ifs. */
+typedef struct backend_report {
+    mxa_backend_info info;
+    int device_count, what_if_count;
+    mxa_device_info devices[16];
+    what_if what_ifs[64];
+} backend_report;
+
+/* In the library's order, which "auto" uses to break ties. */
+static const char *const backend_names[] = {"hip", "vulkan", "opencl", "cpu"};
+
+/* In the child: this backend alone. Every other one is disabled through
+ * MXA_DISABLE, so the what-if runtimes below load nothing else either. */
+static int probe_one(void *arg, int fd)
+{
+    const int index = *(const int *)arg;
+    const char *name = backend_names[index];
+    alarm(120); /* a driver that hangs in its probe is reported, not waited for forever */
+    char disable[256];
+    const char *user = getenv("MXA_DISABLE");
+    snprintf(disable, sizeof disable, "%s", user ? user : "");
+    for (int i = 0; i < CLI_COUNT(backend_names); i++)
+        if (i != index && strcmp(backend_names[i], "cpu") != 0) {
+            const size_t len = strlen(disable);
+            snprintf(disable + len, sizeof disable - len, "%s%s", len ? "," : "", backend_names[i]);
+        }
+    setenv("MXA_DISABLE", disable, 1);
+    backend_report *r = calloc(1, sizeof *r);
+    mxa_runtime *rt = NULL;
+    int nd = 0, nb = 0, found = 0;
+    if (!r || mxa_runtime_create(NULL, &rt) || mxa_backend_count(rt, &nb)) {
+        cli_library_error("probe", MXA_ERR_INTERNAL);
+        return PROBE_ERROR;
+    }
+    for (int i = 0; i < nb && !found; i++) /* the disabled others answer without loading anything */
+        found = mxa_backend_get_info(rt, i, &r->info) == MXA_OK && strcmp(r->info.name, name) == 0;
+    if (!found || mxa_device_count(rt, &nd)) {
+        cli_error("probe: backend %s: %s", name, found ? mxa_last_error_message() : "not known to this library");
+        return PROBE_ERROR;
+    }
+    for (int i = 0; i < nd && r->device_count < CLI_COUNT(r->devices); i++) {
+        mxa_device_info d;
+        if (mxa_device_get_info(rt, i, &d) == MXA_OK && strcmp(d.backend, name) == 0) r->devices[r->device_count++] = d;
+    }
+    mxa_runtime_destroy(rt);
+    r->what_if_count = what_if_all(r->devices, r->device_count, r->what_ifs, CLI_COUNT(r->what_ifs));
+    const int rc = isolate_write(fd, r, sizeof *r) ? PROBE_ERROR : 0;
+    free(r);
+    return rc;
+}
+
+/* Probes backend `index` in a child; a crash becomes its absence reason. */
+static void probe_isolated(int index, backend_report *r)
+{
+    isolate_result res;
+    memset(r, 0, sizeof *r);
+    if (isolate_run(probe_one, &index, &res) == 0 && res.exited && res.code == 0 && res.size == sizeof *r) {
+        memcpy(r, res.data, sizeof *r);
+    } else {
+        char how[160];
+        snprintf(r->info.name, sizeof r->info.name, "%s", backend_names[index]);
+        r->info.built = 1;
+        if (res.signal == SIGALRM) snprintf(how, sizeof how, "timed out after 120 s");
+        else if (!res.exited && res.signal) isolate_describe(&res, how, sizeof how);
+        else snprintf(how, sizeof how, "its process ended with status %d", res.code);
+        snprintf(r->info.reason, sizeof r->info.reason, "probe %s", how);
+    }
+    free(res.data);
+}
+
+/* The device "auto" opens, as find_device in runtime.c picks it: MXA_DEVICE
+ * when set, else the highest score (the first in backend order on ties). */
+static const char *auto_device(const mxa_device_info *devs, int nd)
+{
+    const char *env = getenv("MXA_DEVICE");
+    if (env && *env && strcmp(env, "auto") != 0) {
+        for (int i = 0; i < nd; i++)
+            if (strcmp(devs[i].id, env) == 0 || (strcmp(devs[i].backend, env) == 0 && devs[i].index == 0) ||
+                (strcmp(devs[i].backend, "cpu") == 0 && strcmp(env, "cpu:0") == 0))
+                return devs[i].id;
+        return NULL;
+    }
+    const mxa_device_info *best = NULL;
+    for (int i = 0; i < nd; i++)
+        if (!best || devs[i].score > best->score) best = &devs[i];
+    return best ? best->id : NULL;
+}
+
 /* ------------------------------------------------------------------- main */
 
 int cmd_probe(int argc, char **argv)
@@ -297,57 +388,41 @@ int cmd_probe(int argc, char **argv)
                      "Lists every backend this build knows (present, or absent with the reason) and every\n"
                      "device: the capabilities that drive kernel choice, the kernel variant mxa would run and\n"
                      "why, which device 'auto' picks, and what each environment switch would change here\n"
-                     "(each variant switch is tried in a fresh runtime). Exit status: 0 at least one device\n"
-                     "is present, 1 none is, 2 an error.",
+                     "(each variant switch is tried in a fresh runtime). Each backend is probed in a child\n"
+                     "process of its own, so a driver that crashes while it loads is reported (\"probe\n"
+                     "crashed: signal 6 ...\") and the others are still listed. Exit status: 0 at least one\n"
+                     "device is present, 1 none is, 2 an error.",
                      options, CLI_COUNT(options), 0, 0, {NULL}, 0};
     int rc = cli_parse(&spec, argc, argv);
     if (rc) return rc < 0 ? CLI_OK : rc;
 
-    mxa_runtime *rt = NULL;
-    mxa_device *dev = NULL;
-    mxa_device_info *devs = NULL;
-    what_if *wi = NULL;
-    mxa_status st;
-    int nb = 0, nd = 0, nwi = 0;
-    char auto_id[32] = "";
-    if ((st = mxa_runtime_create(NULL, &rt))) {
-        cli_library_error("probe: runtime", st);
-        return PROBE_ERROR;
-    }
-    if ((st = mxa_backend_count(rt, &nb)) || (st = mxa_device_count(rt, &nd))) {
-        cli_library_error("probe", st);
-        rc = PROBE_ERROR;
-        goto out;
-    }
-    devs = calloc((size_t)(nd ? nd : 1), sizeof *devs);
-    wi = calloc(128, sizeof *wi);
-    if (!devs || !wi) {
+    enum { NB = CLI_COUNT(backend_names) };
+    backend_report *reports = calloc(NB, sizeof *reports);
+    mxa_backend_info bis[NB];
+    mxa_device_info *devs = calloc(NB * 16, sizeof *devs);
+    what_if *wi = calloc(NB * 64, sizeof *wi);
+    int nd = 0, nwi = 0;
+    if (!reports || !devs || !wi) {
         cli_error("probe: out of memory");
         rc = PROBE_ERROR;
         goto out;
     }
-    for (int i = 0; i < nd; i++)
-        if ((st = mxa_device_get_info(rt, i, &devs[i]))) {
-            cli_library_error("probe", st);
-            rc = PROBE_ERROR;
-            goto out;
-        }
-    /* Opening "auto" is the only way to honour MXA_DEVICE exactly as attention will. */
-    if (nd && mxa_device_open(rt, "auto", &dev) == MXA_OK) {
-        mxa_device_info info;
-        if (mxa_device_info_of(dev, &info) == MXA_OK) snprintf(auto_id, sizeof auto_id, "%s", info.id);
-        mxa_device_close(dev);
+    for (int b = 0; b < NB; b++) {
+        probe_isolated(b, &reports[b]);
+        bis[b] = reports[b].info;
+        for (int i = 0; i < reports[b].device_count; i++) devs[nd++] = reports[b].devices[i];
+        for (int i = 0; i < reports[b].what_if_count; i++) wi[nwi++] = reports[b].what_ifs[i];
     }
-    nwi = what_if_all(devs, nd, wi, 128);
-    if (options[0].value) print_json(rt, nb, devs, nd, auto_id[0] ? auto_id : NULL, wi, nwi);
-    else print_text(rt, nb, devs, nd, auto_id[0] ? auto_id : NULL, wi, nwi);
+    const char *auto_id = auto_device(devs, nd);
+    if (options[0].value) print_json(bis, NB, devs, nd, auto_id, wi, nwi);
+    else print_text(bis, NB, devs, nd, auto_id, wi, nwi);
     if (!nd) {
         cli_error("probe: no device is present");
         rc = CLI_FAIL;
     }
 out:
+    free(reports);
     free(devs);
     free(wi);
-    mxa_runtime_destroy(rt);
     return rc;
 }
