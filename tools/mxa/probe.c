@@ -61,7 +61,7 @@ static const struct {
     const char *meaning;
 } env_switches[] = {
     {"MXA_DEVICE", "the device 'auto' opens (an id: cpu, vulkan:0, opencl:1, hip:0)"},
-    {"MXA_DISABLE", "backends not to load, comma-separated (vulkan,opencl,hip; the CPU always loads)"},
+    {"MXA_DISABLE", "backends not to load, comma-separated (vulkan,opencl,hip, or all; the CPU always loads), applied before any library loads"},
     {"MXA_DISABLE_COOPMAT", "1: no cooperative-matrix / tensor-core / MFMA variant"},
     {"MXA_DISABLE_INT_DOT", "1: no packed int8 dot-product path"},
     {"MXA_DISABLE_NATIVE_FP4", "1: no native FP4 matrix instructions (gfx950 scaled MFMA)"},
