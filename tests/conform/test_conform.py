@@ -172,6 +172,42 @@ def test_rule():
     check(rc == 1 and "bad value for \"rule\"" in out, "a vector with rule q=8.0000001 fails", show(rc, out, err))
 
 
+def sidecar(d, stem, text):
+    with open(os.path.join(d, stem + ".json"), "w") as f:
+        f.write(text)
+
+
+def test_json():
+    """Hostile .json sidecars are refused with a message (ASan: a 1,200-string array wrote past a 256-byte
+    buffer), and an empty vectors directory is a usage error (UBSan: qsort(NULL, 0))."""
+    d = write_vectors("vec", "quantize/tail/d48")
+    stem = [f[:-5] for f in os.listdir(d) if f.endswith(".json")][0]
+    hostile = {
+        "1200 strings": '{"notes": [%s]}' % ", ".join(['"a"'] * 1200),
+        "1200 empty strings": '{"notes": [%s]}' % ", ".join(['""'] * 1200),
+        "a 300-character string": '{"notes": "%s"}' % ("x" * 300),
+        "a 300-digit number": '{"bc": %s}' % ("1" * 300),
+        "a 255-character string and a comma": '{"notes": ["%s", "y"]}' % ("x" * 255),
+        "strings without commas": '{"quantize": ["qk" "v"]}',
+    }
+    for what, text in hostile.items():
+        sidecar(d, stem, text)
+        rc, out, err = run(["conform", "--vectors", d, "-b", "cpu", "--variants", "none"])
+        check(rc == 1 and ("FAIL" in out or "fail" in out), "a .json with %s fails cleanly (exit 1)" % what,
+              show(rc, out, err))
+        check("value longer than" in out or "not a flat JSON object" in out,
+              "a .json with %s: the message says why" % what, show(rc, out, err))
+    # a long but fitting array still works: 100 short strings are notes, ignored
+    sidecar(d, stem, '{"kind": "quantize", "notes": [%s]}' % ", ".join(['"ab"'] * 80))
+    rc, out, err = run(["conform", "--vectors", d, "-b", "cpu", "--variants", "none"])
+    check(rc == 0, "a .json with 80 short strings (239 characters joined) is read", show(rc, out, err))
+    empty = path("empty")
+    os.mkdir(empty)
+    rc, out, err = run(["conform", "--vectors", empty, "-b", "cpu"])
+    check(rc == 2 and "no <name>.q.npy or <name>.x.npy" in err, "an empty vectors directory: exit 2 with a reason",
+          show(rc, out, err))
+
+
 def main():
     fn = globals().get("test_" + GROUP)
     if not fn:

@@ -117,11 +117,23 @@ static int apply_key(vec_config *cfg, const char *key, const char *val)
     return 0; /* unknown keys (case, seed, notes) are kept for people, ignored here */
 }
 
-/* A flat JSON object: "key": string | number | true/false/null | [strings]. */
+/* A flat JSON object: "key": string | number | true/false/null | [strings].
+ * Keys and values (an array's strings joined with ',') longer than their
+ * buffers are refused, never truncated or written past. */
 static int parse_json(vec_config *cfg, const char *s)
 {
     const char *p = s;
 #define WS() while (isspace((unsigned char)*p)) p++
+/* appends one character to val, or fails naming the key */
+#define PUT(ch)                                                                                                    \
+    do {                                                                                                           \
+        if (n + 1 >= sizeof val) {                                                                                 \
+            snprintf(cfg->error, sizeof cfg->error, "\"%.40s\": value longer than %d characters", key,             \
+                     (int)sizeof val - 1);                                                                         \
+            return -1;                                                                                             \
+        }                                                                                                          \
+        val[n++] = (ch);                                                                                           \
+    } while (0)
     WS();
     if (*p++ != '{') return -1;
     for (;;) {
@@ -140,23 +152,31 @@ static int parse_json(vec_config *cfg, const char *s)
         if (*p == '"' || *p == '[') {
             const int array = *p == '[';
             if (array) p++;
-            for (;;) {
+            for (int items = 0;; items++) {
                 WS();
                 if (array && *p == ']') { p++; break; }
+                if (array && items) { /* strings after the first: ',' between them */
+                    if (*p++ != ',') return -1;
+                    WS();
+                    PUT(',');
+                }
                 if (*p != '"') return -1;
                 p++;
-                while (*p && *p != '"' && n + 2 < sizeof val) {
+                while (*p && *p != '"') {
                     if (*p == '\\' && p[1]) p++;
-                    val[n++] = *p++;
+                    PUT(*p);
+                    p++;
                 }
                 if (*p++ != '"') return -1;
                 if (!array) break;
-                WS();
-                if (*p == ',') { p++; val[n++] = ','; }
             }
         } else {
-            while (*p && *p != ',' && *p != '}' && !isspace((unsigned char)*p) && n + 1 < sizeof val) val[n++] = *p++;
+            while (*p && *p != ',' && *p != '}' && !isspace((unsigned char)*p)) {
+                PUT(*p);
+                p++;
+            }
         }
+#undef PUT
         val[n] = '\0';
         if (apply_key(cfg, key, val)) {
             snprintf(cfg->error, sizeof cfg->error, "bad value for \"%.40s\": '%.60s'", key, val);
@@ -370,7 +390,7 @@ int conform_add_vector_cases(conform_case_list *list, const char *dir)
         n++;
     }
     closedir(d);
-    if (rc == 0) qsort(names, (size_t)n, sizeof *names, by_name);
+    if (rc == 0 && n > 1) qsort(names, (size_t)n, sizeof *names, by_name); /* names is NULL when n == 0 */
     for (int i = 0; rc == 0 && i < n; i++) {
         const size_t len = strlen(names[i]);
         const int qnt = strcmp(names[i] + len - 6, ".x.npy") == 0;
