@@ -1,5 +1,8 @@
-/* The on-disk kernel cache: keyed, checksummed, written atomically. */
+/* The on-disk kernel cache: keyed, checksummed, written atomically, trusted only when the
+ * current user alone could have written it. */
+#define _GNU_SOURCE /* SEEK_HOLE */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,26 +67,76 @@ static uint64_t entry_checksum(const char *key, const void *payload, size_t size
     return mxa_hash64(payload, size, mxa_hash64(key, strlen(key), MXA_HASH_SEED));
 }
 
+/* Why a file or directory another user could have written is not trusted (NULL: trusted).
+ * A driver may crash on a crafted binary, so, as ssh does with keys, only the current
+ * user's own files, writable by nobody else, are handed to it. */
+static const char *untrusted(const struct stat *st)
+{
+    if (st->st_uid != geteuid()) return "not owned by the current user";
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
+    return NULL;
+}
+
+/* MXA_OK when `dir` is a directory the current user alone can write; MXA_ERR_NOT_FOUND when
+ * it does not exist (quietly); `refused` when it is refused (logged: a warning the first
+ * time, then info, so one bad directory does not repeat itself per entry). */
+static mxa_status check_dir(const char *dir, mxa_status refused)
+{
+    static atomic_int warned;
+    struct stat st;
+    if (stat(dir, &st) != 0) return mxa_fail(MXA_ERR_NOT_FOUND, "no cache directory %s", dir);
+    const char *why = S_ISDIR(st.st_mode) ? untrusted(&st) : "not a directory";
+    if (!why) return MXA_OK;
+    mxa_log(atomic_exchange(&warned, 1) ? MXA_LOG_INFO : MXA_LOG_WARN,
+            "cache: not using %s: %s (fix its owner or mode, or set MXA_CACHE_DIR)", dir, why);
+    return mxa_fail(refused, "cache directory %s refused: %s", dir, why);
+}
+
+/* Why an open entry is refused before any byte of it is read (NULL: read it). */
+static const char *check_entry(int fd, const struct stat *st, uint64_t min_size)
+{
+    if (!S_ISREG(st->st_mode)) return "not a regular file"; /* a FIFO would block the read */
+    const char *why = untrusted(st);
+    if (why) return why;
+    if ((uint64_t)st->st_size < min_size) return "truncated header";
+#ifdef SEEK_HOLE
+    /* mxa writes every byte; a hole means a crafted file whose size costs nothing on disk */
+    if (lseek(fd, 0, SEEK_HOLE) < st->st_size) return "sparse file";
+    if (lseek(fd, 0, SEEK_SET) != 0) return "cannot seek";
+#else
+    (void)fd;
+#endif
+    return NULL;
+}
+
 mxa_status mxa_cache_load(const char *kind, const char *key, void **data, size_t *size)
 {
     if (!data || !size) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_cache_load: NULL argument");
     *data = NULL;
     *size = 0;
-    char path[1200];
+    char dir[1024], path[1200];
     mxa_status st = mxa_cache_path(kind, key, path, sizeof path);
-    if (st) return st;
-    FILE *f = fopen(path, "rb");
-    if (!f) return mxa_fail(MXA_ERR_NOT_FOUND, "no cache entry %s", path);
+    if (st || (st = cache_dir(dir, sizeof dir)) || (st = check_dir(dir, MXA_ERR_NOT_FOUND))) return st;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return mxa_fail(MXA_ERR_NOT_FOUND, "no cache entry %s", path);
+    struct stat fst;
+    const char *why = fstat(fd, &fst) != 0 ? "cannot stat" : check_entry(fd, &fst, sizeof(cache_header));
+    FILE *f = why ? NULL : fdopen(fd, "rb");
+    if (!why && !f) why = "cannot open";
+    if (!f) close(fd);
     cache_header hdr;
     const size_t key_len = strlen(key);
     char *stored_key = NULL;
     void *payload = NULL;
-    const char *why = NULL;
-    if (fread(&hdr, sizeof hdr, 1, f) != 1) why = "truncated header";
+    if (why) {
+    } else if (fread(&hdr, sizeof hdr, 1, f) != 1) why = "truncated header";
     else if (memcmp(hdr.magic, CACHE_MAGIC, 8) != 0) why = "bad magic";
     else if (hdr.version != CACHE_VERSION) why = "other format version";
     else if (hdr.key_len != key_len) why = "key mismatch";
     else if (hdr.payload_size == 0 || hdr.payload_size > ((uint64_t)1 << 31)) why = "implausible size";
+    /* bounded by the file before anything is allocated, read or hashed */
+    else if (sizeof hdr + key_len + hdr.payload_size != (uint64_t)fst.st_size) why = "size does not match the file";
     if (!why) {
         stored_key = malloc(key_len + 1);
         payload = malloc((size_t)hdr.payload_size);
@@ -91,14 +144,16 @@ mxa_status mxa_cache_load(const char *kind, const char *key, void **data, size_t
         else if (fread(stored_key, 1, key_len, f) != key_len) why = "truncated key";
         else if (memcmp(stored_key, key, key_len) != 0) why = "key mismatch";
         else if (fread(payload, 1, (size_t)hdr.payload_size, f) != hdr.payload_size) why = "truncated payload";
-        else if (fgetc(f) != EOF) why = "trailing bytes";
         else if (entry_checksum(key, payload, (size_t)hdr.payload_size) != hdr.checksum) why = "checksum mismatch";
     }
-    fclose(f);
+    if (f) fclose(f);
     free(stored_key);
     if (why) {
         free(payload);
-        MXA_LOG_I("cache: ignoring %s (%s); it will be rebuilt", path, why);
+        /* corruption is routine (a killed writer, a full disk); a foreign file is not */
+        const int foreign = !strcmp(why, "not a regular file") || !strncmp(why, "not owned", 9) ||
+                            !strncmp(why, "writable", 8);
+        mxa_log(foreign ? MXA_LOG_WARN : MXA_LOG_INFO, "cache: ignoring %s (%s); it will be rebuilt", path, why);
         return mxa_fail(MXA_ERR_NOT_FOUND, "cache entry %s is unusable: %s", path, why);
     }
     *data = payload;
@@ -106,16 +161,28 @@ mxa_status mxa_cache_load(const char *kind, const char *key, void **data, size_t
     return MXA_OK;
 }
 
+mxa_status mxa_cache_remove(const char *kind, const char *key)
+{
+    char path[1200];
+    mxa_status st = mxa_cache_path(kind, key, path, sizeof path);
+    if (st) return st;
+    if (unlink(path) != 0 && errno != ENOENT)
+        return mxa_fail(MXA_ERR_IO, "cannot remove cache entry %s: %s", path, strerror(errno));
+    MXA_LOG_I("cache: removed %s", path);
+    return MXA_OK;
+}
+
+/* Directories are created 0700 (the XDG cache mode): entries are private to the user. */
 static mxa_status make_dirs(char *dir)
 {
     for (char *p = dir + 1; *p; p++) {
         if (*p != '/') continue;
         *p = '\0';
-        int r = mkdir(dir, 0755);
+        int r = mkdir(dir, 0700);
         *p = '/';
         if (r != 0 && errno != EEXIST) return MXA_ERR_IO;
     }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return MXA_ERR_IO;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) return MXA_ERR_IO;
     return MXA_OK;
 }
 
@@ -129,11 +196,18 @@ mxa_status mxa_cache_store(const char *kind, const char *key, const void *data, 
         MXA_LOG_W("cache: cannot create %s: %s", dir, strerror(errno));
         return mxa_fail(MXA_ERR_IO, "cannot create cache directory %s: %s", dir, strerror(errno));
     }
+    if ((st = check_dir(dir, MXA_ERR_IO))) return st;
     /* unique per process and call: threads storing the same key never share a temp file */
     static atomic_uint serial;
     snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1u));
-    FILE *f = fopen(tmp, "wb");
+    /* 0600 whatever the umask lets through: only the user may read or replace entries */
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
         MXA_LOG_W("cache: cannot write %s: %s", tmp, strerror(errno));
         return mxa_fail(MXA_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
     }

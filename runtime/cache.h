@@ -8,6 +8,12 @@
  * carries a magic, format version, the full key, the payload size and a
  * checksum: a corrupt, truncated or mismatched file is ignored (and logged),
  * never trusted. Writes go to a temporary file that is renamed into place.
+ *
+ * A driver may crash on a crafted binary, so only what the current user alone
+ * could have written is read: the directory (created 0700) and each entry
+ * (created 0600) must be owned by the effective user and not writable by group
+ * or others, and an entry must be a regular file (a FIFO is never opened for a
+ * blocking read) whose size matches its header, without holes.
  */
 #ifndef MXA_RUNTIME_CACHE_H
 #define MXA_RUNTIME_CACHE_H
@@ -29,6 +35,10 @@ mxa_status mxa_cache_load(const char *kind, const char *key, void **data, size_t
 /* Stores an entry atomically (temp file + rename). Failure to write is not
  * fatal for callers: it returns a status and logs a warning. */
 mxa_status mxa_cache_store(const char *kind, const char *key, const void *data, size_t size);
+
+/* Deletes the entry of `kind` and `key` (absent is fine): for an entry whose checksum is
+ * right but whose contents the driver rejects, so later runs rebuild instead of failing. */
+mxa_status mxa_cache_remove(const char *kind, const char *key);
 
 /* The path an entry would have (for tests and `mxa probe`). */
 mxa_status mxa_cache_path(const char *kind, const char *key, char *path, size_t size);
