@@ -86,8 +86,14 @@ typedef struct mxa_hip_api {
     int refs; /* guarded by the loader's lock */
 } mxa_hip_api;
 
+/* 1 when <root>/dev/kfd exists and the KFD topology under <root>/sys lists
+ * a GPU node (nonzero simd_count or gpu_id); else 0 with `reason` naming the
+ * check that failed. `root` is "" for the real system (tests pass a tree). */
+int mxa_hip_kfd_gpu(const char *root, char *reason, size_t reason_size);
+
 /* Loads libamdhip64 and libhiprtc (MXA_HIP_LIBRARY / MXA_HIPRTC_LIBRARY
- * override the names), resolves every entry point and checks versions. On
+ * override the names; without MXA_HIP_LIBRARY nothing is loaded unless
+ * mxa_hip_kfd_gpu finds a GPU), resolves every entry point and checks versions. On
  * any failure returns MXA_ERR_NOT_FOUND or MXA_ERR_UNSUPPORTED with `reason`
  * saying why, and loads nothing. The result holds one reference. */
 mxa_status mxa_hip_api_load(mxa_hip_api **out, char *reason, size_t reason_size);

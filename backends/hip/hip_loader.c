@@ -11,15 +11,18 @@
  * bytes; anything else makes the device absent with that reason. Integers come
  * from hipDeviceGetAttribute, whose enum has been stable since ROCm 5.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../runtime/env.h"
 #include "../../runtime/log.h"
 #include "../../runtime/status.h"
+#include "../../runtime/sysprobe.h"
 #include "hip_api.h"
 
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -40,6 +43,47 @@ static void *open_first(const char *const *names, char *path, size_t path_size, 
         }
     }
     return NULL;
+}
+
+/* Whether one KFD topology node is a GPU: CPU nodes have simd_count 0 and gpu_id 0. */
+static int kfd_node_is_gpu(const char *node)
+{
+    char path[4096], line[256];
+    long simd = 0, gpu_id = 0;
+    FILE *f = snprintf(path, sizeof path, "%s/properties", node) < (int)sizeof path ? fopen(path, "r") : NULL;
+    if (f) {
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "simd_count %ld", &simd) == 1 && simd > 0) break;
+        fclose(f);
+    }
+    if (snprintf(path, sizeof path, "%s/gpu_id", node) < (int)sizeof path && (f = fopen(path, "r"))) {
+        if (fscanf(f, "%ld", &gpu_id) != 1) gpu_id = 0;
+        fclose(f);
+    }
+    return simd > 0 || gpu_id != 0;
+}
+
+int mxa_hip_kfd_gpu(const char *root, char *reason, size_t reason_size)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/dev/kfd", root);
+    if (access(path, F_OK) != 0) {
+        snprintf(reason, reason_size, "no AMD GPU kernel driver (%s)", path);
+        return 0;
+    }
+    snprintf(path, sizeof path, "%s/sys/class/kfd/kfd/topology/nodes", root);
+    DIR *d = opendir(path);
+    int gpu = 0;
+    for (struct dirent *e; d && !gpu && (e = readdir(d)) != NULL;) {
+        char node[4096];
+        if (e->d_name[0] == '.' || snprintf(node, sizeof node, "%s/%s", path, e->d_name) >= (int)sizeof node) continue;
+        gpu = mxa_is_dir(node) && kfd_node_is_gpu(node);
+    }
+    if (d) closedir(d);
+    if (!gpu)
+        snprintf(reason, reason_size, "no AMD GPU kernel driver: %s/dev/kfd present but the KFD topology (%s) lists no GPU",
+                 root, path);
+    return gpu;
 }
 
 typedef struct symbol {
@@ -88,6 +132,13 @@ mxa_status mxa_hip_api_load(mxa_hip_api **out, char *reason, size_t reason_size)
     mxa_status st = MXA_ERR_NOT_FOUND;
     char why[200];
     *out = NULL;
+    /* Without an AMD GPU, loading the runtime only costs (it pulls its own LLVM,
+     * which can clash with another driver's); a library named by
+     * MXA_HIP_LIBRARY is the user's explicit choice, so it skips this check. */
+    if (!mxa_env_string("MXA_HIP_LIBRARY") && !mxa_hip_kfd_gpu("", reason, reason_size)) {
+        MXA_LOG_I("hip: %s", reason);
+        return MXA_ERR_NOT_FOUND;
+    }
     mxa_hip_api *api = calloc(1, sizeof *api);
     if (!api) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "hip: out of memory");
 

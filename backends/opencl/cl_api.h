@@ -56,8 +56,16 @@ typedef struct mxa_cl_api {
     cl_int (*ReleaseEvent)(cl_event);
 } mxa_cl_api;
 
+/* 1 if an OpenCL ICD is registered as the ICD loaders look for one:
+ * OCL_ICD_FILENAMES, OCL_ICD_VENDORS (a directory of *.icd, an .icd or library
+ * file, or a bare name), else *.icd in `vendors_dir` (/etc/OpenCL/vendors) or
+ * in OPENCL_VENDOR_PATH. Otherwise 0 with `reason` saying what was searched.
+ * Reads files only, loads nothing. */
+int mxa_cl_icd_registered(const char *vendors_dir, char *reason, size_t reason_size);
+
 /* Loads the ICD loader (MXA_OPENCL_LIBRARY, else libOpenCL.so.1, else
- * libOpenCL.so) once per process and returns its table. On failure returns
+ * libOpenCL.so; the latter two only if mxa_cl_icd_registered) once per
+ * process and returns its table. On failure returns
  * MXA_ERR_NOT_FOUND and writes why into `reason`. Thread-safe. */
 mxa_status mxa_cl_load(const mxa_cl_api **api, char *reason, size_t reason_size);
 

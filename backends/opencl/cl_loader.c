@@ -13,6 +13,7 @@
 #include "env.h"
 #include "log.h"
 #include "status.h"
+#include "sysprobe.h"
 
 #define MAX_LOADED 4
 
@@ -65,12 +66,43 @@ static const char *resolve(void *lib, mxa_cl_api *api)
     return NULL;
 }
 
+int mxa_cl_icd_registered(const char *vendors_dir, char *reason, size_t reason_size)
+{
+    const char *v = mxa_env_string("OCL_ICD_VENDORS");
+    if (mxa_env_string("OCL_ICD_FILENAMES")) return 1; /* libraries named directly */
+    if (v) {                                           /* ocl-icd: it replaces vendors_dir */
+        const size_t n = strlen(v);
+        char path[4096];
+        int ok;
+        if (mxa_is_dir(v)) ok = mxa_dir_has_file(v, ".icd");
+        else if (mxa_is_file(v)) ok = 1; /* an .icd file or the ICD library itself */
+        else if (strchr(v, '/')) ok = 0;
+        else if (n > 4 && strcmp(v + n - 4, ".icd") == 0) /* an .icd file name in vendors_dir */
+            ok = snprintf(path, sizeof path, "%s/%s", vendors_dir, v) < (int)sizeof path && mxa_is_file(path);
+        else ok = 1; /* a bare library name: only dlopen could tell */
+        if (!ok) snprintf(reason, reason_size, "no OpenCL ICD registered (OCL_ICD_VENDORS=%s has no *.icd)", v);
+        return ok;
+    }
+    if (mxa_dir_has_file(vendors_dir, ".icd") ||
+        mxa_path_list_has_file(mxa_env_string("OPENCL_VENDOR_PATH"), NULL, ".icd", 0))
+        return 1;
+    snprintf(reason, reason_size, "no OpenCL ICD registered (%s, OCL_ICD_VENDORS)", vendors_dir);
+    return 0;
+}
+
 mxa_status mxa_cl_load(const mxa_cl_api **api, char *reason, size_t reason_size)
 {
     const char *env = mxa_env_string("MXA_OPENCL_LIBRARY");
     const char *candidates[2] = {env ? env : "libOpenCL.so.1", env ? NULL : "libOpenCL.so"};
     mxa_status st = MXA_ERR_NOT_FOUND;
     *api = NULL;
+    /* Without an ICD the loader finds no platform, and loading it costs (and
+     * can pull in a driver's LLVM for nothing); a library named by
+     * MXA_OPENCL_LIBRARY is the user's explicit choice and skips the check. */
+    if (!env && !mxa_cl_icd_registered("/etc/OpenCL/vendors", reason, reason_size)) {
+        MXA_LOG_I("opencl: %s", reason);
+        return st;
+    }
     pthread_mutex_lock(&loader_lock);
     for (int c = 0; c < 2 && candidates[c] && !*api; c++) {
         for (int i = 0; i < loaded_count; i++)

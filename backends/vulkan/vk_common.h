@@ -129,6 +129,12 @@ typedef struct vk_device {
 } vk_device;
 
 /* ---- vk_loader.c ---- */
+/* 1 if a Vulkan driver manifest exists where the Vulkan loader looks (VK_DRIVER_FILES or
+ * VK_ICD_FILENAMES replacing the search, VK_ADD_DRIVER_FILES, XDG_CONFIG_HOME/DIRS,
+ * XDG_DATA_HOME/DIRS, then <root>/etc/xdg, /usr/local/etc, /etc, /usr/local/share,
+ * /usr/share, each with vulkan/icd.d/ (*.json)); else 0 with `reason`. `root` is "" for
+ * the real system. */
+int vk_driver_manifest_found(const char *root, char *reason, size_t reason_size);
 mxa_status vk_loader_init(char *reason, size_t reason_size);
 mxa_status vk_instance_create(VkInstance *out, char *reason, size_t reason_size);
 const char *vk_result_name(VkResult r);

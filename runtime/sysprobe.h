@@ -1,0 +1,17 @@
+/* Cheap file-system checks made before a vendor library is loaded (internal). */
+#ifndef MXA_RUNTIME_SYSPROBE_H
+#define MXA_RUNTIME_SYSPROBE_H
+
+/* 1 if `path` is (or links to) a regular file / a directory. */
+int mxa_is_file(const char *path);
+int mxa_is_dir(const char *path);
+
+/* 1 if directory `dir` holds a regular file whose name ends with `suffix`. */
+int mxa_dir_has_file(const char *dir, const char *suffix);
+
+/* 1 if some directory of the ':'-separated `list`, joined with `sub` (NULL: the
+ * entry itself), holds a regular file ending with `suffix`. With `files_too`,
+ * an entry that is itself a regular file counts as well. */
+int mxa_path_list_has_file(const char *list, const char *sub, const char *suffix, int files_too);
+
+#endif
