@@ -78,6 +78,44 @@ static void test_concurrent_attention(void **state)
     mxa_runtime_destroy(rt);
 }
 
+/* The first use of a runtime from several threads at once: each thread lists
+ * backends and devices (which probes them lazily), opens the CPU, makes and
+ * frees buffers, and closes; the probe runs once and every thread sees the
+ * same list. GPU backends are disabled: their drivers are not built for TSan. */
+static void *first_use_worker(void *arg)
+{
+    mxa_runtime *rt = arg;
+    int n = 0, nb = 0;
+    mxa_backend_info info;
+    mxa_device *dev = NULL;
+    mxa_buffer *buf = NULL;
+    if (mxa_device_count(rt, &n) || n != 1 || mxa_backend_count(rt, &nb)) return (void *)1;
+    for (int i = 0; i < nb; i++)
+        if (mxa_backend_get_info(rt, i, &info)) return (void *)2;
+    for (int r = 0; r < ROUNDS; r++) {
+        if (mxa_device_open(rt, "cpu", &dev) || mxa_buffer_create(dev, 4096, &buf)) return (void *)3;
+        mxa_buffer_destroy(buf);
+        mxa_device_close(dev);
+    }
+    return NULL;
+}
+
+static void test_concurrent_first_use(void **state)
+{
+    (void)state;
+    mxa_runtime_options opts = {"all"};
+    mxa_runtime *rt;
+    assert_int_equal(mxa_runtime_create(&opts, &rt), MXA_OK);
+    pthread_t tid[THREADS];
+    for (int t = 0; t < THREADS; t++) assert_int_equal(pthread_create(&tid[t], NULL, first_use_worker, rt), 0);
+    for (int t = 0; t < THREADS; t++) {
+        void *rc = NULL;
+        pthread_join(tid[t], &rc);
+        assert_null(rc);
+    }
+    mxa_runtime_destroy(rt);
+}
+
 /* Error messages are per thread: one thread's failure does not leak into another's. */
 static void *fail_worker(void *arg)
 {
@@ -105,6 +143,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_concurrent_attention),
+        cmocka_unit_test(test_concurrent_first_use),
         cmocka_unit_test(test_thread_local_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
