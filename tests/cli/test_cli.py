@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests of the `mxa` binary (Python standard library only).
 
-usage: test_cli.py MXA_BINARY GROUP    GROUP: usage | files | quantize | attention | probe | demo
+usage: test_cli.py MXA_BINARY GROUP    GROUP: usage | files | outputs | quantize | attention | probe | demo
 
 Every bad input must exit non-zero with exactly one line "mxa: ..." on stderr
 and leave no output file (nor a temporary one) behind. Good inputs are checked
@@ -528,6 +528,54 @@ def test_attention():
                 "--hadamard", "off"]).startswith("wrote"), "D=96 runs without the rotation")
 
 
+# ---------------------------------------------------------------- outputs
+
+def content(name):
+    with open(path(name), "rb") as f:
+        return f.read()
+
+
+def test_outputs():
+    """An output may never be an input or another output, by any name (hard link, symbolic link, ./x)."""
+    rng = random.Random(5)
+    for n in ("q", "k", "v"):
+        save(n + ".npy", (1, 2, 64, 64), normal(rng, 8192))
+    save("x.npy", (4, 100), normal(rng, 400))
+    os.link(path("q.npy"), path("hard.npy"))
+    os.symlink("q.npy", path("sym.npy"))
+    os.mkdir(path("sub"))
+    os.symlink("../k.npy", path("sub/up.npy"))
+    kept = {n: content(n) for n in ("q.npy", "k.npy", "v.npy", "x.npy")}
+    attn = ["attention", "--q", "q.npy", "--k", "k.npy", "--v", "v.npy"]
+    same = "is the same file as the input"
+    for extra, message in [(["--out", "q.npy"], "--out q.npy: " + same + " --q q.npy"),
+                           (["--out", "o.npy", "--lse", "q.npy"], "--lse q.npy: " + same + " --q q.npy"),
+                           (["--out", "v.npy"], same + " --v v.npy"),
+                           (["--out", "hard.npy"], "--out hard.npy: " + same + " --q q.npy"),
+                           (["--out", "sym.npy"], "--out sym.npy: " + same + " --q q.npy"),
+                           (["--out", "sub/up.npy"], same + " --k k.npy"),
+                           (["--out", "o.npy", "--lse", "./o.npy"], "--out and --lse name the same file"),
+                           (["--out", "o.npy", "--lse", "sub/../o.npy"], "--out and --lse name the same file")]:
+        bad(attn + extra, message, 2, ["o.npy"])
+    quant = ["quantize", "x.npy", "--rule", "uos"]
+    bad(quant + ["--dequant", "x.npy"], "--dequant x.npy: " + same + " x.npy", 2)
+    bad(quant + ["--codes", "x.npy", "--scales", "s.npy"], "--codes x.npy: " + same + " x.npy", 2, ["s.npy"])
+    bad(quant + ["--codes", "c.npy", "--scales", "./x.npy"], "--scales ./x.npy: " + same, 2, ["c.npy"])
+    bad(["analyze", "uos", "x.npy", "--json", "x.npy"], "--json x.npy: " + same + " x.npy", 2)
+    bad(["analyze", "uos", "x.npy", "--svg", "o.svg", "--csv", "./o.svg"], "--svg and --csv name the same file", 2)
+    bad(["analyze", "rowsum", "--q", "q.npy", "--k", "k.npy", "--svg", "hard.npy"], same + " --q q.npy", 2)
+    bad(["analyze", "ablation", "--q", "q.npy", "--k", "k.npy", "--v", "v.npy", "--csv", "sym.npy"],
+        same + " --q q.npy", 2)
+    bad(["analyze", "ablation", "--q", "x.npy,q.npy", "--k", "k.npy,k.npy", "--v", "v.npy,v.npy", "--json", "q.npy"],
+        same + " --q q.npy", 2)
+    for n, data in kept.items():
+        check(content(n) == data, "%s is unchanged" % n)
+    # The check does not refuse what is fine: a new output, and an existing output that is not an input.
+    good(attn + ["--out", "o.npy"])
+    good(attn + ["--out", "o.npy", "--lse", "l.npy"])
+    good(quant + ["--dequant", "d.npy"])
+
+
 # ---------------------------------------------------------------- probe, demo
 
 def test_probe():
@@ -571,7 +619,7 @@ def test_demo():
 
 
 if __name__ == "__main__":
-    tests = {"usage": test_usage, "files": test_files, "quantize": test_quantize, "attention": test_attention,
+    tests = {"usage": test_usage, "files": test_files, "outputs": test_outputs, "quantize": test_quantize, "attention": test_attention,
              "probe": test_probe, "demo": test_demo}
     try:
         tests[GROUP]()

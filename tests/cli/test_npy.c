@@ -347,17 +347,33 @@ static void test_writer_all_or_nothing(void **state)
     assert_int_equal(npy_commit(&p, err, sizeof err), MXA_OK);
     assert_int_equal(access(path, F_OK), 0);
     assert_int_equal(count_entries(dir), 1);
-    /* Renaming onto a directory fails and removes the temporary file. */
+    /* A directory as the target is refused before anything is written. */
     char sub[160];
     snprintf(sub, sizeof sub, "%s/sub", dir);
     assert_int_equal(mkdir(sub, 0700), 0);
     char inner[200];
     snprintf(inner, sizeof inner, "%s/x", sub);
     write_bytes(inner, "x", 1);
-    assert_int_equal(npy_write_temp(sub, NPY_F32, 1, shape, data, &p, err, sizeof err), MXA_OK);
-    assert_int_not_equal(npy_commit(&p, err, sizeof err), MXA_OK);
-    assert_non_null(strstr(err, "cannot rename"));
+    assert_int_not_equal(npy_write_temp(sub, NPY_F32, 1, shape, data, &p, err, sizeof err), MXA_OK);
+    assert_non_null(strstr(err, "is a directory"));
     assert_int_equal(count_entries(dir), 2); /* out.npy and sub, no temporary */
+    /* Renaming fails when the directory goes away meanwhile: the error is reported. */
+    char gone[200];
+    snprintf(gone, sizeof gone, "%s/y.npy", sub);
+    assert_int_equal(npy_write_temp(gone, NPY_F32, 1, shape, data, &p, err, sizeof err), MXA_OK);
+    char temp[260];
+    snprintf(temp, sizeof temp, "%s.tmp.%ld", gone, (long)getpid());
+    assert_int_equal(access(temp, F_OK), 0);
+    assert_int_equal(chmod(sub, 0500), 0);
+    if (access(sub, W_OK) != 0) { /* not as root: root may rename in a read-only directory */
+        assert_int_not_equal(npy_commit(&p, err, sizeof err), MXA_OK);
+        assert_non_null(strstr(err, "cannot rename"));
+    } else {
+        npy_discard(&p);
+    }
+    assert_int_equal(chmod(sub, 0700), 0);
+    unlink(gone);
+    unlink(temp);
     /* Bad arguments. */
     assert_int_not_equal(npy_write(path, NPY_F32, 1, shape, NULL, err, sizeof err), MXA_OK);
     assert_int_not_equal(npy_write("", NPY_F32, 1, shape, data, err, sizeof err), MXA_OK);

@@ -95,6 +95,10 @@ int an_split(char *text, const char **items, int max, const char *option)
     for (char *p = text;;) {
         char *comma = strchr(p, ',');
         if (comma) *comma = '\0';
+        if (!*p) {
+            cli_error("%s: an empty file name in the comma-separated list", option);
+            return -1;
+        }
         if (n == max) {
             cli_error("%s: at most %d comma-separated files", option, max);
             return -1;
@@ -104,6 +108,39 @@ int an_split(char *text, const char **items, int max, const char *option)
         p = comma + 1;
     }
     return n;
+}
+
+int an_check_files(const cli_option *lists, int nlists, const char *const *paths, int npaths, const cli_option *outs,
+                   int nout)
+{
+    enum { MAX_ITEMS = 64 };
+    cli_file *in = malloc((size_t)(nlists * MAX_ITEMS + npaths + 1) * sizeof *in), out[CLI_MAX_FILES];
+    char *copies[8] = {NULL};
+    int n = 0, rc = CLI_USAGE;
+    if (!in || nlists > 8 || nout > CLI_MAX_FILES) {
+        cli_error("analyze: out of memory");
+        rc = CLI_FAIL;
+        goto done;
+    }
+    for (int i = 0; i < nlists; i++) {
+        const char *items[MAX_ITEMS];
+        if (!lists[i].value) continue;
+        if (!(copies[i] = strdup(lists[i].value))) {
+            cli_error("analyze: out of memory");
+            rc = CLI_FAIL;
+            goto done;
+        }
+        const int k = an_split(copies[i], items, MAX_ITEMS, lists[i].name);
+        if (k < 0) goto done;
+        for (int j = 0; j < k; j++) in[n++] = (cli_file){lists[i].name, items[j]};
+    }
+    for (int i = 0; i < npaths; i++) in[n++] = (cli_file){NULL, paths[i]};
+    for (int i = 0; i < nout; i++) out[i] = (cli_file){outs[i].name, outs[i].value};
+    rc = cli_check_files(in, n, out, nout);
+done:
+    for (int i = 0; i < 8; i++) free(copies[i]);
+    free(in);
+    return rc;
 }
 
 void an_stem(const char *path, char *buf, size_t size)

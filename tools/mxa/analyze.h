@@ -63,8 +63,15 @@ void an_tensor_free(an_tensor *t);
 int64_t an_numel(const an_tensor *t);
 
 /* Splits a comma-separated list in place (text is modified); at most `max`
- * items. Returns the count, or -1 (printing the error) when there are more. */
+ * items. Returns the count, or -1 (printing the error) when there are more
+ * or an item is empty ("a,"). */
 int an_split(char *text, const char **items, int max, const char *option);
+
+/* cli_check_files for an analysis: the inputs are every file of the comma-
+ * separated lists lists[0..nlists) and paths[0..npaths); the outputs are the
+ * options outs[0..nout) (NULL values skipped). Prints the error. */
+int an_check_files(const cli_option *lists, int nlists, const char *const *paths, int npaths, const cli_option *outs,
+                   int nout);
 
 /* The orthonormal Walsh-Hadamard rotation of SPEC §2 step 1, in the same fp32
  * operation order as the library (radix-2 stages h = 1, 2, ..., d/2, then the

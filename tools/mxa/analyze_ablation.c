@@ -110,6 +110,7 @@ int analyze_ablation(int argc, char **argv)
     float scale = 0.0f;
     if (o[O_BC].value && (rc = cli_int("--bc", o[O_BC].value, 32, 4096, 32, &bc))) return rc;
     if (o[O_SCALE].value && (rc = cli_positive_float("--scale", o[O_SCALE].value, &scale))) return rc;
+    if ((rc = an_check_files(&o[O_Q], 3, NULL, 0, &o[O_SVG], 3))) return rc;
 
     char qs[8192], ks[8192], vs[8192];
     const char *qp[MAX_SETS], *kp[MAX_SETS], *vp[MAX_SETS];

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "analyze.h"
+#include "outfile.h"
 
 #define AN_MAX_TABLES 16
 #define AN_MAX_COLS 24
@@ -119,21 +119,28 @@ void an_report_print(const an_report *r)
     }
 }
 
-/* Writes `fill(f)` to a temporary file and renames it to `path`. */
+/* Formats `fill(f)` in memory, then writes it as every output of the CLI
+ * (outfile.h): completely or not at all. */
 static int write_atomic(const char *path, const an_report *r, void (*fill)(FILE *, const an_report *))
 {
-    char temp[4096];
-    snprintf(temp, sizeof temp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(temp, "w");
+    char *data = NULL, err[256];
+    size_t size = 0;
+    FILE *f = open_memstream(&data, &size);
     if (!f) {
-        cli_error("%s: cannot create the file", path);
+        cli_error("%s: out of memory", path);
         return CLI_FAIL;
     }
     fill(f, r);
     const int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(temp, path) != 0) {
-        remove(temp);
-        cli_error("%s: cannot write the file", path);
+    if (fclose(f) != 0 || bad) {
+        free(data);
+        cli_error("%s: out of memory", path);
+        return CLI_FAIL;
+    }
+    const int rc = outfile_write_whole(path, data, size, err, sizeof err);
+    free(data);
+    if (rc) {
+        cli_error("%s: %s", path, err);
         return CLI_FAIL;
     }
     return CLI_OK;

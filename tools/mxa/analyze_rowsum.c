@@ -363,6 +363,7 @@ int analyze_rowsum(int argc, char **argv)
         op.bc = (int)bc;
     }
     if (o[O_SCALE].value && (rc = cli_positive_float("--scale", o[O_SCALE].value, &op.scale))) return rc;
+    if ((rc = an_check_files(&o[O_Q], 3, NULL, 0, &o[O_SVG], 3))) return rc;
 
     const config cfgs[NCFG] = {{"OCP direct (no rotation)", 0, mxa_rule_ocp()},
                                {"Hadamard + OCP, direct", 1, mxa_rule_ocp()},

@@ -546,6 +546,7 @@ int analyze_uos(int argc, char **argv)
         cli_error("analyze uos: --svg-mse and --svg-blocks need tensors");
         return CLI_USAGE;
     }
+    if ((rc = an_check_files(NULL, 0, paths, np, &o[O_SVG], 5))) return rc;
 
     an_report *r = an_report_new("uos");
     tensor_result *res = calloc((size_t)(np ? np : 1), sizeof *res);

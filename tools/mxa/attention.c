@@ -229,9 +229,9 @@ int cmd_attention(int argc, char **argv)
         }
     mxa_attention_desc desc;
     if ((rc = build_desc(o, &desc))) return rc;
-    const char *out_opts[] = {"--out", "--lse"};
-    const char *out_paths[] = {o[OPT_OUT].value, o[OPT_LSE].value};
-    if ((rc = cli_distinct_outputs(out_opts, out_paths, 2))) return rc;
+    const cli_file ins[] = {{"--q", o[OPT_Q].value}, {"--k", o[OPT_K].value}, {"--v", o[OPT_V].value}};
+    const cli_file outs_given[] = {{"--out", o[OPT_OUT].value}, {"--lse", o[OPT_LSE].value}};
+    if ((rc = cli_check_files(ins, 3, outs_given, 2))) return rc;
 
     input q = {0}, k = {0}, v = {0};
     mxa_runtime *rt = NULL;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
@@ -223,7 +224,7 @@ int cli_outputs_add(cli_outputs *outs, const char *path, npy_dtype dtype, int ra
         cli_error("%s: %s", path, err);
         return CLI_FAIL;
     }
-    outs->count++;
+    outs->names[outs->count++] = path;
     return CLI_OK;
 }
 
@@ -232,11 +233,8 @@ int cli_outputs_commit(cli_outputs *outs)
     char err[NPY_ERR_LEN];
     int rc = CLI_OK;
     for (int i = 0; i < outs->count; i++) {
-        const char *path = outs->pending[i].path;
-        char name[512];
-        snprintf(name, sizeof name, "%s", path ? path : "?");
         if (rc == CLI_OK && npy_commit(&outs->pending[i], err, sizeof err) != MXA_OK) {
-            cli_error("%s: %s", name, err);
+            cli_error("%s: %s", outs->names[i], err);
             rc = CLI_FAIL;
         }
         npy_discard(&outs->pending[i]);
@@ -251,15 +249,45 @@ void cli_outputs_discard(cli_outputs *outs)
     outs->count = 0;
 }
 
-int cli_distinct_outputs(const char *const *options, const char *const *paths, int count)
+int cli_check_files(const cli_file *inputs, int nin, const cli_file *outputs, int nout)
 {
-    for (int i = 0; i < count; i++)
-        for (int j = i + 1; j < count; j++)
-            if (paths[i] && paths[j] && strcmp(paths[i], paths[j]) == 0) {
-                cli_error("%s and %s name the same file '%s'", options[i], options[j], paths[i]);
-                return CLI_USAGE;
+    outfile_target t[CLI_MAX_FILES];
+    char err[NPY_ERR_LEN];
+    int rc = CLI_OK, n = 0;
+    if (nout > CLI_MAX_FILES) {
+        cli_error("%s: too many outputs", outputs[CLI_MAX_FILES].path);
+        return CLI_USAGE;
+    }
+    for (; n < nout && rc == CLI_OK; n++) {
+        memset(&t[n], 0, sizeof t[n]);
+        if (outputs[n].path && outfile_resolve(outputs[n].path, &t[n], err, sizeof err)) {
+            cli_error("%s: %s", outputs[n].path, err);
+            rc = CLI_FAIL;
+        }
+    }
+    /* Two outputs are the same file when they resolve to the same name (or
+     * inode: hard links). Devices written in place may be shared. */
+    for (int i = 0; i < n && rc == CLI_OK; i++)
+        for (int j = i + 1; j < n && rc == CLI_OK && t[i].path; j++)
+            if (t[j].path && !t[i].direct &&
+                (strcmp(t[i].path, t[j].path) == 0 ||
+                 (t[i].exists && t[j].exists && t[i].dev == t[j].dev && t[i].ino == t[j].ino))) {
+                cli_error("%s and %s name the same file '%s'", outputs[i].option, outputs[j].option, outputs[j].path);
+                rc = CLI_USAGE;
             }
-    return CLI_OK;
+    /* An output that is an input would destroy it; stat follows every link. */
+    for (int i = 0; i < n && rc == CLI_OK; i++)
+        for (int j = 0; j < nin && rc == CLI_OK && t[i].exists && !t[i].direct; j++) {
+            struct stat st;
+            if (inputs[j].path && stat(inputs[j].path, &st) == 0 && st.st_dev == t[i].dev && st.st_ino == t[i].ino) {
+                cli_error("%s %s: is the same file as the input %s%s%s; refusing to overwrite an input",
+                          outputs[i].option, outputs[i].path, inputs[j].option ? inputs[j].option : "",
+                          inputs[j].option ? " " : "", inputs[j].path);
+                rc = CLI_USAGE;
+            }
+        }
+    for (int i = 0; i < n; i++) outfile_target_free(&t[i]);
+    return rc;
 }
 
 /* ------------------------------------------------------------ statistics */

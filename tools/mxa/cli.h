@@ -89,10 +89,12 @@ void cli_close_device(mxa_runtime *rt, mxa_device *dev);
 int cli_read_npy(const char *path, npy_array *out);
 
 /** Output files committed together: each is written to a temporary file,
- *  and only when all are written are they renamed into place. */
+ *  and only when all are written are they renamed into place (outfile.h:
+ *  links are followed, character devices written in place). */
 typedef struct cli_outputs {
     int count;
     npy_pending pending[4];
+    const char *names[4]; /* the paths as given, for messages */
 } cli_outputs;
 
 /** Writes one output to its temporary file; prints the error on failure. */
@@ -105,8 +107,20 @@ int cli_outputs_commit(cli_outputs *outs);
 /** Removes every pending temporary file. Safe to call after a commit. */
 void cli_outputs_discard(cli_outputs *outs);
 
-/** Fails with a usage error if two of the given output paths (NULLs skipped) are the same. */
-int cli_distinct_outputs(const char *const *options, const char *const *paths, int count);
+/* A file named on the command line: the option that names it ("--q"; NULL for
+ * a positional argument) and its path (NULL: not given). */
+typedef struct cli_file {
+    const char *option;
+    const char *path;
+} cli_file;
+
+#define CLI_MAX_FILES 16
+
+/** The check every subcommand runs on its files before any work: each output
+ *  must be writable where outfile_resolve says (else CLI_FAIL), no two outputs
+ *  may be the same file and no output may be an input, through any hard or
+ *  symbolic link (else CLI_USAGE). Prints one line on failure. */
+int cli_check_files(const cli_file *inputs, int nin, const cli_file *outputs, int nout);
 
 /* ------------------------------------------------------------ statistics */
 

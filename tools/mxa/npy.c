@@ -461,40 +461,23 @@ mxa_status npy_format_header(npy_dtype dtype, int rank, const int64_t *shape, ui
     return MXA_OK;
 }
 
-static int write_all(int fd, const void *data, size_t size)
+static int write_data(outfile *f, const void *data, int64_t count, size_t esize, char *err, size_t err_size)
 {
-    const uint8_t *p = data;
-    while (size) {
-        ssize_t k = write(fd, p, size);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        p += k;
-        size -= (size_t)k;
-    }
-    return 0;
-}
-
-static int write_data(int fd, const void *data, int64_t count, size_t esize)
-{
-    if (!host_is_big_endian()) return write_all(fd, data, (size_t)count * esize);
+    if (!host_is_big_endian()) return outfile_write(f, data, (size_t)count * esize, err, err_size);
     uint8_t chunk[4096];
     const int64_t per = (int64_t)(sizeof chunk / esize);
     for (int64_t i = 0; i < count; i += per) {
         int64_t k = count - i < per ? count - i : per;
         memcpy(chunk, (const uint8_t *)data + i * (int64_t)esize, (size_t)k * esize);
         swap_bytes(chunk, k, esize);
-        if (write_all(fd, chunk, (size_t)k * esize)) return -1;
+        if (outfile_write(f, chunk, (size_t)k * esize, err, err_size)) return -1;
     }
     return 0;
 }
 
 void npy_discard(npy_pending *p)
 {
-    if (!p) return;
-    if (p->temp) unlink(p->temp);
-    free(p->temp);
-    free(p->path);
-    p->temp = p->path = NULL;
+    if (p) outfile_discard(&p->file);
 }
 
 mxa_status npy_write_temp(const char *path, npy_dtype dtype, int rank, const int64_t *shape, const void *data,
@@ -503,59 +486,26 @@ mxa_status npy_write_temp(const char *path, npy_dtype dtype, int rank, const int
     mxa_status st;
     uint8_t header[512];
     size_t hlen;
-    int fd = -1;
     if (!p || !path || !*path) return fail(MXA_ERR_INVALID_ARGUMENT, err, err_size, "npy_write_temp: no path");
     memset(p, 0, sizeof *p);
     if ((st = npy_format_header(dtype, rank, shape, header, sizeof header, &hlen, err, err_size))) return st;
     int64_t count = 1;
     for (int i = 0; i < rank; i++) count *= shape[i];
     if (count && !data) return fail(MXA_ERR_INVALID_ARGUMENT, err, err_size, "npy_write_temp: data is NULL");
-    size_t plen = strlen(path);
-    p->path = malloc(plen + 1);
-    p->temp = malloc(plen + 32);
-    if (!p->path || !p->temp) {
-        st = fail(MXA_ERR_OUT_OF_MEMORY, err, err_size, "out of memory");
-        goto out;
-    }
-    memcpy(p->path, path, plen + 1);
-    snprintf(p->temp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-    fd = open(p->temp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) {
-        st = fail(MXA_ERR_IO, err, err_size, "cannot create: %s", strerror(errno));
-        free(p->temp); /* nothing was created: do not unlink someone else's file */
-        p->temp = NULL;
-        goto out;
-    }
-    if (write_all(fd, header, hlen) || write_data(fd, data, count, npy_dtype_size(dtype)) || fsync(fd) != 0) {
-        st = fail(MXA_ERR_IO, err, err_size, "cannot write: %s", strerror(errno));
-        goto out;
-    }
-    int rc = close(fd);
-    fd = -1;
-    if (rc != 0) {
-        st = fail(MXA_ERR_IO, err, err_size, "cannot write: %s", strerror(errno));
-        goto out;
+    if (outfile_open(path, &p->file, err, err_size)) return MXA_ERR_IO;
+    if (outfile_write(&p->file, header, hlen, err, err_size) ||
+        write_data(&p->file, data, count, npy_dtype_size(dtype), err, err_size) ||
+        outfile_close(&p->file, err, err_size)) {
+        outfile_discard(&p->file);
+        return MXA_ERR_IO;
     }
     return MXA_OK;
-out:
-    if (fd >= 0) close(fd);
-    npy_discard(p);
-    return st;
 }
 
 mxa_status npy_commit(npy_pending *p, char *err, size_t err_size)
 {
-    mxa_status st = MXA_OK;
-    if (!p || !p->temp) return fail(MXA_ERR_INVALID_ARGUMENT, err, err_size, "npy_commit: nothing pending");
-    if (rename(p->temp, p->path) != 0) {
-        st = fail(MXA_ERR_IO, err, err_size, "cannot rename the finished file into place: %s", strerror(errno));
-        npy_discard(p);
-        return st;
-    }
-    free(p->temp);
-    p->temp = NULL;
-    npy_discard(p);
-    return st;
+    if (!p || !p->file.path) return fail(MXA_ERR_INVALID_ARGUMENT, err, err_size, "npy_commit: nothing pending");
+    return outfile_commit(&p->file, err, err_size) ? MXA_ERR_IO : MXA_OK;
 }
 
 mxa_status npy_write(const char *path, npy_dtype dtype, int rank, const int64_t *shape, const void *data, char *err,

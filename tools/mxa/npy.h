@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "mxa/mxa.h"
+#include "outfile.h"
 
 #define NPY_MAX_RANK 8
 #define NPY_MAX_HEADER (64 * 1024) /* longer headers are rejected, not parsed */
@@ -29,10 +30,10 @@ typedef struct npy_array {
     void *data;                    /* count elements, host byte order; owned */
 } npy_array;
 
-/* A file written to a temporary name, waiting to be renamed into place. */
+/* A file written to a temporary name, waiting to be renamed into place
+ * (where the data goes, and what happens to links and devices: outfile.h). */
 typedef struct npy_pending {
-    char *path;
-    char *temp;
+    outfile file;
 } npy_pending;
 
 /** Bytes per element of `dtype`. */
@@ -66,7 +67,7 @@ mxa_status npy_format_header(npy_dtype dtype, int rank, const int64_t *shape, ui
                              size_t size, size_t *len, char *err, size_t err_size);
 
 /**
- * Writes an array to "<path>.tmp.<pid>" and records it in `p`; nothing is
+ * Writes an array to a temporary file beside `path` (see outfile.h) and records it in `p`; nothing is
  * visible at `path` until npy_commit. On failure the temporary file is gone
  * and `p` is empty.
  */

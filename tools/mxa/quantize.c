@@ -71,9 +71,9 @@ int cmd_quantize(int argc, char **argv)
         cli_error("quantize: --codes and --scales go together (give both or neither)");
         return CLI_USAGE;
     }
-    const char *out_opts[] = {"--dequant", "--codes", "--scales"};
-    const char *out_paths[] = {deq_path, codes_path, scales_path};
-    if ((rc = cli_distinct_outputs(out_opts, out_paths, 3))) return rc;
+    const cli_file ins[] = {{NULL, in_path}};
+    const cli_file outs_given[] = {{"--dequant", deq_path}, {"--codes", codes_path}, {"--scales", scales_path}};
+    if ((rc = cli_check_files(ins, 1, outs_given, 3))) return rc;
 
     npy_array in;
     mxa_runtime *rt = NULL;

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "outfile.h"
 #include "svg.h"
 
 enum { W = 760, H = 480, LEFT = 84, RIGHT = 24, TOP = 44, BOTTOM = 78 };
@@ -60,33 +60,12 @@ static void sb_text(sbuf *b, const char *s)
     }
 }
 
+/* All or nothing, links and devices as every output of the CLI (outfile.h). */
 static int save(const char *path, sbuf *b, char *err, size_t err_size)
 {
     int rc = -1;
-    char temp[4096];
-    FILE *f = NULL;
-    if (b->failed) {
-        snprintf(err, err_size, "out of memory");
-        goto out;
-    }
-    snprintf(temp, sizeof temp, "%s.tmp.%ld", path, (long)getpid());
-    if (!(f = fopen(temp, "wb"))) {
-        snprintf(err, err_size, "cannot create '%s'", temp);
-        goto out;
-    }
-    const int ok = fwrite(b->data, 1, b->len, f) == b->len;
-    if (fclose(f) != 0 || !ok) {
-        snprintf(err, err_size, "cannot write '%s'", temp);
-        remove(temp);
-        goto out;
-    }
-    if (rename(temp, path) != 0) {
-        snprintf(err, err_size, "cannot rename '%s' into place", temp);
-        remove(temp);
-        goto out;
-    }
-    rc = 0;
-out:
+    if (b->failed) snprintf(err, err_size, "out of memory");
+    else rc = outfile_write_whole(path, b->data, b->len, err, err_size);
     free(b->data);
     return rc;
 }
