@@ -208,6 +208,96 @@ def test_json():
           show(rc, out, err))
 
 
+def reshape(p, shape):
+    descr, _, values = npy_read(p)
+    npy_write(p, descr, shape, values)
+
+
+def transpose2(p):
+    descr, (r, c), v = npy_read(p)
+    npy_write(p, descr, (c, r), [v[i * c + j] for j in range(c) for i in range(r)])
+
+
+def conform_vectors(d, *extra):
+    return run(["conform", "--vectors", d, "-b", "cpu", "--variants", "none"] + list(extra))
+
+
+def test_shapes():
+    """Codes/scales/LSE with the right element count but the wrong shape are refused; a set in which no case
+    ran to a result is a failure, not "PASS: 0 cases passed"."""
+    src = write_vectors("q", "quantize/tail/d48")  # x (64, 48): 2 blocks per row, codes (64, 32), scales (64, 2)
+    stem = os.path.join(src, "quantize_tail_d48")
+    rc, out, err = conform_vectors(src)
+    check(rc == 0, "the exported quantize vector passes", show(rc, out, err))
+    wrong = [("codes", (128, 16)), ("codes", (32, 64)), ("codes", (2048,)), ("scales", (2, 64)), ("scales", (128,)),
+             ("codes", (64, 2, 16)), ("scales", (64, 2, 1))]
+    for part, shape in wrong:
+        d = path("q_%s_%s" % (part, "x".join(map(str, shape))))
+        shutil.copytree(src, d)
+        reshape(os.path.join(d, "quantize_tail_d48.%s.npy" % part), shape)
+        rc, out, err = conform_vectors(d)
+        check(rc == 1 and ("%s.npy: shape" % part) in out and "expected (64, " in out,
+              "quantize %s reshaped to %s (same count) is refused, naming the shape" % (part, shape), show(rc, out, err))
+    d = path("q_transposed")
+    shutil.copytree(src, d)
+    transpose2(os.path.join(d, "quantize_tail_d48.codes.npy"))
+    rc, out, err = conform_vectors(d)
+    check(rc == 1 and "codes.npy: shape (32, 64)" in out, "transposed codes are refused", show(rc, out, err))
+    # x of rank 3 with codes/scales of x's leading shape: accepted
+    d = path("q_rank3")
+    shutil.copytree(src, d)
+    st = os.path.join(d, "quantize_tail_d48")
+    reshape(st + ".x.npy", (4, 16, 48))
+    reshape(st + ".codes.npy", (4, 16, 32))
+    reshape(st + ".scales.npy", (4, 16, 2))
+    rc, out, err = conform_vectors(d)
+    check(rc == 0, "x (4, 16, 48) with codes (4, 16, 32) and scales (4, 16, 2) passes", show(rc, out, err))
+    reshape(st + ".scales.npy", (16, 4, 2))
+    rc, out, err = conform_vectors(d)
+    check(rc == 1 and "scales.npy: shape (16, 4, 2)" in out, "scales (16, 4, 2) for x (4, 16, 48) is refused",
+          show(rc, out, err))
+
+    # attention: an LSE of the right count in another shape
+    src = write_vectors("a", "attention/mxattention/causal/d64/nk33")  # q (1, 4, 40, 64), lse (1, 4, 40)
+    stem = "attention_mxattention_causal_d64_nk33"
+    for shape, good in (((4, 1, 40), False), ((1, 40, 4), False), ((160,), False), ((4, 40), True), ((1, 4, 40, 1), True),
+                        ((1, 1, 4, 40), True)):
+        d = path("a_lse_%s" % "x".join(map(str, shape)))
+        shutil.copytree(src, d)
+        reshape(os.path.join(d, stem + ".lse.npy"), shape)
+        rc, out, err = conform_vectors(d)
+        if good:
+            check(rc == 0, "lse of shape %s is accepted" % (shape,), show(rc, out, err))
+        else:
+            check(rc == 1 and "lse has shape" in out, "lse of shape %s (160 values) is refused" % (shape,),
+                  show(rc, out, err))
+    d = path("a_out")
+    shutil.copytree(src, d)
+    reshape(os.path.join(d, stem + ".out.npy"), (1, 40, 4, 64))
+    rc, out, err = conform_vectors(d)
+    check(rc == 1 and "shapes disagree" in out, "out (1, 40, 4, 64) for q (1, 4, 40, 64) is refused", show(rc, out, err))
+
+    # nothing checked: every case unsupported on the device (PoCL refuses Bc 4096 at D 64)
+    if present("opencl"):
+        d = path("a_bc4096")
+        shutil.copytree(src, d)
+        with open(os.path.join(d, stem + ".json")) as f:
+            meta = json.load(f)
+        meta["bc"] = 4096
+        with open(os.path.join(d, stem + ".json"), "w") as f:
+            json.dump(meta, f)
+        rc, out, err = run(["conform", "--vectors", d, "-b", "opencl", "--variants", "none"])
+        if "1 unsupported" in out:
+            check(rc == 1 and "nothing was checked" in out, "a set in which every case is unsupported fails",
+                  show(rc, out, err))
+            rc, out, err = run(["conform", "--vectors", d, "-b", "opencl", "--variants", "none", "--json"])
+            check(rc == 1 and '"passed": false' in out, "... and --json says passed: false", show(rc, out, err))
+        else:
+            print("note: this OpenCL device runs Bc 4096 at D 64; the all-unsupported check did not run")
+    else:
+        print("note: no OpenCL device; the all-unsupported check did not run")
+
+
 def main():
     fn = globals().get("test_" + GROUP)
     if not fn:

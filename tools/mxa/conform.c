@@ -495,9 +495,10 @@ int cmd_conform(int argc, char **argv)
                 goto out;
             }
     }
-    int failed = 0, ran = 0;
+    int failed = 0, ran = 0, passed = 0;
     for (int i = 0; i < rep.run_count; i++) {
         failed += rep.runs[i].failed;
+        passed += rep.runs[i].passed;
         ran += !rep.runs[i].status;
     }
     if (ran == 0 && format == CONFORM_TEXT)
@@ -505,7 +506,8 @@ int cmd_conform(int argc, char **argv)
                o.require ? ", --require" : "; --require makes this a failure");
     else
         conform_report_finish(&rep);
-    rc = failed || (o.require && rep.absent_lines) ? CLI_FAIL : CLI_OK;
+    /* no case passed on any device that ran (every one unsupported or not applicable): nothing checked */
+    rc = failed || (ran && !passed) || (o.require && rep.absent_lines) ? CLI_FAIL : CLI_OK;
 out:
     for (int i = 0; i < rep.run_count; i++) {
         free(rep.runs[i].results);

@@ -12,7 +12,8 @@
  *                            "message", "nmse", "threshold", "max_abs", "nmse_fp32",
  *                            "bc", "variant", "seconds"}]}],
  *       "failed": int, "passed": bool}
- * (numbers that do not apply are null).
+ * (numbers that do not apply are null; "passed" is false, and "failed" at least 1,
+ * when no case passed anywhere: nothing was checked).
  * CSV  device,env,device_variant,case,group,status,nmse,threshold,max_abs,nmse_fp32,bc,variant,seconds,message
  */
 #include <math.h>
@@ -213,8 +214,14 @@ void conform_report_finish(const conform_report *rep)
         if (rep->runs[i].status) skipped++;
         else ran++;
     }
-    if (rep->format == CONFORM_JSON) print_json(rep, failed);
+    /* a run in which no case passed checked nothing: a failure (a vector set whose every case the
+     * devices call unsupported must not read as a pass) */
+    const int nothing = failed == 0 && passed == 0;
+    if (rep->format == CONFORM_JSON) print_json(rep, failed + nothing);
     else if (rep->format == CONFORM_CSV) print_csv(rep);
+    else if (nothing)
+        printf("\nconform: FAIL: no case passed over %d device/variant run%s (%d unsupported): nothing was checked\n", ran,
+               ran == 1 ? "" : "s", unsupported);
     else if (failed)
         printf("\nconform: FAIL: %d of %d cases failed over %d device/variant run%s (rerun one with -o NAME --seed %llu -v)\n",
                failed, failed + passed, ran, ran == 1 ? "" : "s", (unsigned long long)rep->seed);

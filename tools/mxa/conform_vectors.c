@@ -269,9 +269,12 @@ static void run_vector_attention(conform_ctx *ctx, const conform_case *c, confor
                      (long long)sk[1], (long long)sk[2], (long long)sk[3]);
         goto done;
     }
-    if (have_lse == 0 && sl[0] * sl[1] * sl[2] * sl[3] != sq[0] * sq[1] * sq[2]) {
-        conform_fail(r, "lse has %lld values, expected B*H*Nq = %lld", (long long)(sl[0] * sl[1] * sl[2] * sl[3]),
-                     (long long)(sq[0] * sq[1] * sq[2]));
+    /* lse [B,H,Nq] (leading 1s may be left out) or [B,H,Nq,1]; the right count in another shape is refused */
+    if (have_lse == 0 && !(sl[0] == 1 && sl[1] == sq[0] && sl[2] == sq[1] && sl[3] == sq[2]) &&
+        !(sl[0] == sq[0] && sl[1] == sq[1] && sl[2] == sq[2] && sl[3] == 1)) {
+        conform_fail(r, "lse has shape [%lld,%lld,%lld,%lld] (widened to rank 4), expected [B,H,Nq] = [%lld,%lld,%lld]",
+                     (long long)sl[0], (long long)sl[1], (long long)sl[2], (long long)sl[3], (long long)sq[0],
+                     (long long)sq[1], (long long)sq[2]);
         goto done;
     }
     conform_problem p = {sq[0], sq[1], sk[1], sq[2], sk[2], sq[3], q, k, v};
@@ -347,6 +350,27 @@ static void run_vector_quantize(conform_ctx *ctx, const conform_case *c, conform
                      (long long)rows, (long long)cols, (long long)(rows * nblk * 16), (long long)codes.count,
                      (long long)(rows * nblk), (long long)scales.count);
         goto done;
+    }
+    /* the right count is not enough: codes [rows, nblk*16] and scales [rows, nblk],
+     * or x's leading shape followed by nblk*16 / nblk */
+    for (int i = 1; i < 3; i++) {
+        const npy_array *a = arrs[i];
+        const int64_t last = i == 1 ? nblk * 16 : nblk;
+        int ok = a->rank >= 1 && a->shape[a->rank - 1] == last;
+        if (ok && a->rank == 2) ok = a->shape[0] == rows;
+        else if (ok) {
+            ok = a->rank == x.rank;
+            for (int j = 0; ok && j + 1 < x.rank; j++) ok = a->shape[j] == x.shape[j];
+        }
+        if (!ok) {
+            char got[96], want[96];
+            npy_shape_string(a->rank, a->shape, got, sizeof got);
+            int64_t w[2] = {rows, last};
+            npy_shape_string(2, w, want, sizeof want);
+            conform_fail(r, "%s.%s.npy: shape %s, expected %s (x is %lld rows of %lld: %lld blocks of 32 per row)", c->path,
+                         parts[i], got, want, (long long)rows, (long long)cols, (long long)nblk);
+            goto done;
+        }
     }
     xf = cli_to_f32(&x);
     if (!xf) {
