@@ -179,6 +179,18 @@ def test_files():
     bad(["quantize", "missing.npy", "--rule", "uos"], "missing.npy: cannot open: No such file", 1)
     os.mkdir(path("adir"))
     bad(["quantize", "adir", "--rule", "uos"], "adir: is a directory", 1)
+    # A FIFO with no writer (or a device) as an input: refused at once, not read forever.
+    os.mkfifo(path("fifo.npy"))
+    save("ok.npy", (1, 4, 16, 32), [0.5] * 2048)
+    for args in (["quantize", "fifo.npy", "--rule", "uos"],
+                 ["attention", "--q", "ok.npy", "--k", "fifo.npy", "--v", "ok.npy", "--out", "o.npy"],
+                 ["analyze", "uos", "fifo.npy"],
+                 ["analyze", "rowsum", "--q", "ok.npy", "--k", "ok.npy", "--v", "fifo.npy"]):
+        try:
+            bad(args, "fifo.npy: is a FIFO (named pipe), not a .npy file", 1, ["o.npy"])
+        except subprocess.TimeoutExpired:
+            check(False, "mxa %s hangs on a FIFO input" % " ".join(args))
+    bad(["quantize", "/dev/null", "--rule", "uos"], "/dev/null: is a character device, not a .npy file", 1)
 
 
 # ---------------------------------------------------------------- quantize

@@ -314,6 +314,18 @@ static void test_read_errors(void **state)
     write_bytes(path, "hello world, not npy", 20);
     assert_int_equal(npy_read(path, &a, err, sizeof err), MXA_ERR_FORMAT);
     assert_non_null(strstr(err, "not a .npy file"));
+    /* A FIFO without a writer is refused at once (alarm: a hang fails the test). */
+    char fifo[160];
+    snprintf(fifo, sizeof fifo, "%s/fifo.npy", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(20);
+    assert_int_equal(npy_read(fifo, &a, err, sizeof err), MXA_ERR_IO);
+    alarm(0);
+    assert_non_null(strstr(err, "is a FIFO"));
+    assert_null(a.data);
+    unlink(fifo);
+    assert_int_equal(npy_read("/dev/null", &a, err, sizeof err), MXA_ERR_IO);
+    assert_non_null(strstr(err, "is a character device"));
     /* Version 1 with a header shorter than the 12 bytes read first. */
     n = make_npy(buf, 1, "", NULL, 0);
     write_bytes(path, buf, n);

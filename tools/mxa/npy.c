@@ -359,16 +359,24 @@ mxa_status npy_read(const char *path, npy_array *out, char *err, size_t err_size
     memset(&a, 0, sizeof a);
     if (!out || !path) return fail(MXA_ERR_INVALID_ARGUMENT, err, err_size, "npy_read: NULL argument");
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(errno == ENOENT ? MXA_ERR_NOT_FOUND : MXA_ERR_IO, err, err_size, "cannot open: %s", strerror(errno));
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read. */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return fail(errno == ENOENT ? MXA_ERR_NOT_FOUND : MXA_ERR_IO, err, err_size, "cannot open: %s", strerror(errno));
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0) {
-        st = fail(MXA_ERR_IO, err, err_size, "cannot stat: %s", strerror(errno));
-        goto out;
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        st = fail(MXA_ERR_IO, err, err_size, "is a directory, not a .npy file");
-        goto out;
+    const char *kind = NULL;
+    if (fstat(fd, &sb) != 0) kind = "cannot be examined (fstat failed)";
+    else if (S_ISDIR(sb.st_mode)) kind = "is a directory";
+    else if (S_ISFIFO(sb.st_mode)) kind = "is a FIFO (named pipe)";
+    else if (S_ISCHR(sb.st_mode)) kind = "is a character device";
+    else if (S_ISBLK(sb.st_mode)) kind = "is a block device";
+    else if (S_ISSOCK(sb.st_mode)) kind = "is a socket";
+    else if (!S_ISREG(sb.st_mode)) kind = "is not a regular file";
+    FILE *f = kind ? NULL : fdopen(fd, "rb");
+    if (!f) {
+        if (kind) st = fail(MXA_ERR_IO, err, err_size, "%s, not a .npy file (mxa reads regular files only)", kind);
+        else st = fail(MXA_ERR_IO, err, err_size, "cannot open: %s", strerror(errno));
+        close(fd);
+        return st;
     }
     uint8_t pre[12];
     size_t got = fread(pre, 1, sizeof pre, f), prelude, hlen;
@@ -397,8 +405,8 @@ mxa_status npy_read(const char *path, npy_array *out, char *err, size_t err_size
     }
     if ((st = parse_header(head + prelude, hlen, &a, err, err_size))) goto out;
     const size_t nbytes = (size_t)a.count * npy_dtype_size(a.dtype);
-    /* Check a regular file's size before allocating what its header claims. */
-    if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size != (uint64_t)(prelude + hlen) + nbytes) {
+    /* Check the file's size before allocating what its header claims. */
+    if ((uint64_t)sb.st_size != (uint64_t)(prelude + hlen) + nbytes) {
         uint64_t rest = (uint64_t)sb.st_size > prelude + hlen ? (uint64_t)sb.st_size - (prelude + hlen) : 0;
         st = data_size_error(&a, rest, err, err_size);
         goto out;
