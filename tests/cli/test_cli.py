@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import stat
 import struct
 import subprocess
 import sys
@@ -586,6 +587,38 @@ def test_outputs():
     good(attn + ["--out", "o.npy"])
     good(attn + ["--out", "o.npy", "--lse", "l.npy"])
     good(quant + ["--dequant", "d.npy"])
+
+    # Symbolic links are followed: the target is replaced, the link (and a chain of links) stays a link.
+    save("real.npy", (1,), [7.0])
+    os.symlink("real.npy", path("link1.npy"))
+    os.symlink("link1.npy", path("link2.npy"))
+    good(attn + ["--out", "link2.npy"])
+    check(os.path.islink(path("link2.npy")) and os.path.islink(path("link1.npy")), "the links stay links")
+    check(load("real.npy")[1] == (1, 2, 64, 64), "the output went to the link's target: %s" % (load("real.npy")[1],))
+    good(quant + ["--dequant", "sub/../link1.npy"])
+    check(os.path.islink(path("link1.npy")) and load("real.npy")[1] == (4, 100), "quantize follows the link too")
+    os.symlink("missing/nowhere.npy", path("dangling.npy"))
+    bad(attn + ["--out", "dangling.npy"], "dangling.npy: is a symbolic link to a missing file", 1)
+    check(os.path.islink(path("dangling.npy")), "a dangling link is left alone")
+    # A character device is written in place: a link to /dev/null stays a link and /dev/null a device.
+    os.symlink("/dev/null", path("null.npy"))
+    good(attn + ["--out", "null.npy", "--lse", "null.npy"])
+    good(quant + ["--dequant", "null.npy", "--codes", "null.npy", "--scales", "c.npy"])
+    good(["analyze", "uos", "--svg", "null.npy", "--json", "null.npy"])
+    check(os.path.islink(path("null.npy")), "the link to /dev/null stays a link")
+    check(stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is still a character device")
+    if os.path.islink(path("null.npy")):
+        good(attn + ["--out", "/dev/null"])
+        check(stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is still a character device")
+    # A FIFO, a directory: refused before any work (a FIFO must not block).
+    os.mkfifo(path("fifo"))
+    for out in ("fifo", "sub"):
+        try:
+            bad(attn + ["--out", out], out + ": is a ", 1)
+            bad(["analyze", "uos", "--csv", out], out + ": is a ", 1)
+        except subprocess.TimeoutExpired:
+            check(False, "an output %s blocks" % out)
+    check(stat.S_ISFIFO(os.stat(path("fifo")).st_mode), "the FIFO is left alone")
 
 
 # ---------------------------------------------------------------- probe, demo

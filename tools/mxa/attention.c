@@ -202,7 +202,7 @@ int cmd_attention(int argc, char **argv)
         [OPT_Q] = {"--q", "Q.npy", "queries [B, H, Nq, D], [H, Nq, D] or [Nq, D], float32 or float16", NULL},
         [OPT_K] = {"--k", "K.npy", "keys [B, Hkv, Nk, D] (Hkv divides H: grouped-query attention)", NULL},
         [OPT_V] = {"--v", "V.npy", "values, k's shape", NULL},
-        [OPT_OUT] = {"--out", "O.npy", "output, float32, q's shape", NULL},
+        [OPT_OUT] = {"--out", "O.npy", "output, float32, q's shape (links followed; /dev/null written in place)", NULL},
         [OPT_RECIPE] = {"--recipe", "R", "mxattention (default: Hadamard + UOS + PNQ), ocp-direct or fp32", NULL},
         [OPT_HADAMARD] = {"--hadamard", "on|off", "rotate Q and K by the Walsh-Hadamard matrix", NULL},
         [OPT_RULE] = {"--rule", "R", "shared-exponent rule: ocp, tfs, uos or q=<x>, x in [6, 8]", NULL},
