@@ -73,7 +73,8 @@ static mxa_status create_logical(vk_device *dev)
         tail = &nv.pNext;
         exts[next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     }
-    if ((p->flags & MXA_VK_F_PIPELINE_STATS) && mxa_log_enabled(MXA_LOG_DEBUG)) { /* only when someone reads them */
+    if ((p->flags & MXA_VK_F_PIPELINE_STATS) && mxa_log_enabled(MXA_LOG_DEBUG) && vkGetPipelineExecutableStatisticsKHR) {
+        /* only when someone reads them, and only if the loader has the entry point */
         pex.pipelineExecutableInfo = VK_TRUE;
         *tail = &pex;
         exts[next++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
