@@ -28,6 +28,22 @@ static void family_sources(int family, const char *src[2], size_t len[2])
     }
 }
 
+/* The kernels each family's program must yield (a cached binary is checked for all of them). */
+static const char *const family_kernels[][6] = {
+    [CL_FAMILY_PREP] = {"mxa_quantize_rows", "mxa_prep_qk", "mxa_prep_v", "mxa_prep_qk_i8", "mxa_prep_v_i8", NULL},
+    [CL_FAMILY_TILED] = {"mxa_attention_tiled", NULL},
+    [CL_FAMILY_MMA] = {"mxa_attention_mma", NULL},
+};
+
+static void device_string(const cl_impl *d, cl_device_info what, char *out, size_t size)
+{
+    out[0] = '\0';
+    d->cl->GetDeviceInfo(d->desc.device, what, size, out, NULL);
+    out[size - 1] = '\0';
+}
+
+/* Everything a binary depends on: platform and its version (PoCL names its LLVM there),
+ * device name and version, driver version, the sources and the options. */
 static void cache_key(const cl_impl *d, int family, const char *options, char *key, size_t size)
 {
     const char *src[2];
@@ -35,11 +51,13 @@ static void cache_key(const cl_impl *d, int family, const char *options, char *k
     family_sources(family, src, len);
     uint64_t h = mxa_hash64(src[0], len[0], MXA_HASH_SEED);
     h = mxa_hash64(src[1], len[1], h);
-    char name[MXA_NAME_LEN] = "";
-    d->cl->GetDeviceInfo(d->desc.device, CL_DEVICE_NAME, sizeof name, name, NULL);
-    name[sizeof name - 1] = '\0';
-    snprintf(key, size, "opencl|%s|%s|%s|src=%016llx|%s", d->desc.platform_name, name, d->desc.driver_version,
-             (unsigned long long)h, options);
+    char name[MXA_NAME_LEN], version[160], platform_version[200] = "";
+    device_string(d, CL_DEVICE_NAME, name, sizeof name);
+    device_string(d, CL_DEVICE_VERSION, version, sizeof version);
+    d->cl->GetPlatformInfo(d->desc.platform, CL_PLATFORM_VERSION, sizeof platform_version, platform_version, NULL);
+    platform_version[sizeof platform_version - 1] = '\0';
+    snprintf(key, size, "opencl|%s|%s|%s|%s|%s|src=%016llx|%s", d->desc.platform_name, platform_version, name,
+             version, d->desc.driver_version, (unsigned long long)h, options);
 }
 
 /* Logs the build log of a failed build (one line per log line at warn level). */
@@ -79,27 +97,44 @@ static mxa_status build(cl_impl *d, cl_program program, const char *options, con
     return mxa_cl_fail(err, what);
 }
 
-/* A program from a cached binary, or NULL (a bad entry is ignored, never trusted). */
-static cl_program from_cache(cl_impl *d, const char *key, const char *options)
+/* Whether `p` yields every kernel of `family` (a binary can build yet lack one). */
+static int has_kernels(cl_impl *d, cl_program p, int family)
+{
+    for (const char *const *name = family_kernels[family]; *name; name++) {
+        cl_int err = CL_SUCCESS;
+        cl_kernel k = d->cl->CreateKernel(p, *name, &err);
+        if (!k) {
+            MXA_LOG_I("opencl: cached binary has no kernel %s (%s)", *name, mxa_cl_error_name(err));
+            return 0;
+        }
+        d->cl->ReleaseKernel(k);
+    }
+    return 1;
+}
+
+/* A program from a cached binary, or NULL. A binary the driver rejects, cannot build or
+ * that lacks a kernel is deleted, so it is rebuilt from source and never fails later runs. */
+static cl_program from_cache(cl_impl *d, int family, const char *key, const char *options)
 {
     void *bin = NULL;
     size_t size = 0;
-    if (mxa_cache_load("opencl-binary", key, &bin, &size) != MXA_OK) return NULL;
+    if (mxa_cache_load("opencl-binary", key, &bin, &size) != MXA_OK) {
+        mxa_clear_error(); /* a miss is not an error */
+        return NULL;
+    }
     cl_int err = CL_SUCCESS, status = CL_SUCCESS;
     const unsigned char *ptr = bin;
     cl_program p = d->cl->CreateProgramWithBinary(d->context, 1, &d->desc.device, &size, &ptr, &status, &err);
     free(bin);
-    if (!p || err != CL_SUCCESS || status != CL_SUCCESS) {
-        MXA_LOG_I("opencl: cached binary rejected (%s); rebuilding", mxa_cl_error_name(err ? err : status));
-        if (p) d->cl->ReleaseProgram(p);
-        return NULL;
-    }
-    if (d->cl->BuildProgram(p, 1, &d->desc.device, options, NULL, NULL) != CL_SUCCESS) {
-        MXA_LOG_I("opencl: cached binary did not build; rebuilding");
-        d->cl->ReleaseProgram(p);
-        return NULL;
-    }
-    return p;
+    const char *why = NULL;
+    if (!p || err != CL_SUCCESS || status != CL_SUCCESS) why = mxa_cl_error_name(err ? err : status);
+    else if (d->cl->BuildProgram(p, 1, &d->desc.device, options, NULL, NULL) != CL_SUCCESS) why = "did not build";
+    else if (!has_kernels(d, p, family)) why = "a kernel is missing";
+    if (!why) return p;
+    MXA_LOG_I("opencl: cached binary rejected (%s); deleting it and rebuilding", why);
+    if (p) d->cl->ReleaseProgram(p);
+    if (mxa_cache_remove("opencl-binary", key) != MXA_OK) mxa_clear_error(); /* the rebuild replaces it */
+    return NULL;
 }
 
 static void to_cache(cl_impl *d, cl_program p, const char *key)
@@ -136,7 +171,7 @@ mxa_status mxa_cl_program(cl_impl *d, int family, const char *base_options, cl_p
     }
     char key[1024];
     cache_key(d, family, options, key, sizeof key);
-    cl_program p = from_cache(d, key, options);
+    cl_program p = from_cache(d, family, key, options);
     if (!p) {
         const char *src[2];
         size_t len[2];
