@@ -101,8 +101,13 @@ static mxa_status hip_probe(mxa_probed_device *devices, int max_devices, int *co
         goto out;
     }
     if (n <= 0) {
-        snprintf(reason, reason_size, "no AMD GPU: the HIP runtime (%s) reports 0 devices", api->hip_path);
+        snprintf(reason, reason_size, "no AMD GPU: the HIP runtime (%s) reports %d devices", api->hip_path, n);
         goto out;
+    }
+    if (n > MXA_MAX_DEVICES_PER_BACKEND) { /* a broken runtime said 2^31-1: probing each would never end */
+        MXA_LOG_W("hip: the HIP runtime (%s) reports %d devices; probing only the first %d", api->hip_path, n,
+                  MXA_MAX_DEVICES_PER_BACKEND);
+        n = MXA_MAX_DEVICES_PER_BACKEND;
     }
     for (int i = 0; i < n && found < max_devices; i++) {
         st = probe_one(api, i, &devices[found]);

@@ -2,7 +2,7 @@
  * A test double of libamdhip64 + libhiprtc: exports the entry points the HIP
  * backend resolves, with behaviour chosen by environment variables read at
  * each call, so one process can walk through many scenarios:
- *   FAKE_HIP_DEVICES=n            device count (default 1; 0 = none)
+ *   FAKE_HIP_DEVICES=n            device count (default 1; 0 = none; any int, e.g. 2147483647)
  *   FAKE_HIP_ARCH=name            gcnArchName (default "gfx942:sramecc+:xnack-")
  *   FAKE_HIP_WAVE=n               wavefront size (default 64)
  *   FAKE_HIP_RUNTIME_VERSION=n    hipRuntimeGetVersion (default 60241134)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hip_fake_util.h"
 
@@ -52,6 +53,45 @@ static void test_no_devices(void **state)
     expect_absent("no AMD GPU");
     setenv("FAKE_HIP_INIT_ERROR", "3", 1);
     expect_absent("failed to start");
+}
+
+static int warnings, cap_warnings;
+static void count_warnings(mxa_log_level level, const char *line, void *user)
+{
+    (void)user;
+    if (level != MXA_LOG_WARN) return;
+    warnings++;
+    cap_warnings += strstr(line, "reports 2147483647 devices; probing only the first 16") != NULL;
+}
+
+/* A runtime claiming 2^31-1 devices: one warning, at most 16 probed (it hung every command). */
+static void test_device_count_cap(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *arch;
+        int present, max_warnings;
+    } cases[] = {{"gfx942", 1, 1}, {"sm_90", 0, 1 + 16}}; /* unusable devices: one line each, for 16 */
+    mxa_log_set_callback(count_warnings, NULL);
+    alarm(60); /* before the cap this never ended: fail instead of hanging */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        use_fake(FAKE_HIP_PATH);
+        setenv("FAKE_HIP_DEVICES", "2147483647", 1);
+        setenv("FAKE_HIP_ARCH", cases[i].arch, 1);
+        warnings = cap_warnings = 0;
+        mxa_backend_info b;
+        mxa_runtime *rt = probe(&b, NULL);
+        assert_int_equal(b.present, cases[i].present);
+        assert_int_equal(b.device_count, cases[i].present ? 16 : 0);
+        assert_int_equal(cap_warnings, 1);
+        if (warnings > cases[i].max_warnings) fail_msg("case %zu: %d warnings", i, warnings);
+        mxa_runtime_destroy(rt);
+    }
+    alarm(0);
+    mxa_log_set_callback(NULL, NULL);
+    use_fake(FAKE_HIP_PATH);
+    setenv("FAKE_HIP_DEVICES", "-5", 1);
+    expect_absent("reports -5 devices");
 }
 
 static void test_version_check(void **state)
@@ -189,7 +229,8 @@ int main(void)
     if (fake_begin()) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_absent_library), cmocka_unit_test(test_missing_symbol),
-        cmocka_unit_test(test_no_devices),     cmocka_unit_test(test_version_check),
+        cmocka_unit_test(test_no_devices),     cmocka_unit_test(test_device_count_cap),
+        cmocka_unit_test(test_version_check),
         cmocka_unit_test(test_bad_arch_name),  cmocka_unit_test(test_probe_archs),
         cmocka_unit_test(test_env_switches),   cmocka_unit_test(test_attention_launches),
     };
