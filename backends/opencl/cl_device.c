@@ -16,6 +16,7 @@ mxa_status mxa_cl_open(const mxa_probed_device *device, void **impl)
     cl_int err = CL_SUCCESS;
     d->desc = *dd;
     d->cl = dd->api;
+    mxa_cl_extra_options(d->extra_options, sizeof d->extra_options);
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dd->platform, 0};
     d->context = d->cl->CreateContext(props, 1, &dd->device, NULL, NULL, &err);
     if (!d->context) {

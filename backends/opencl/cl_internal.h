@@ -59,6 +59,7 @@ typedef struct cl_impl {
     cl_built programs[CL_MAX_PROGRAMS];
     int program_count;
     cl_scratch scratch[SCRATCH_COUNT];
+    char extra_options[96]; /* the checked MXA_OPENCL_OPTIONS, read at open ("" when none or refused) */
 } cl_impl;
 
 /* A buffer handed to the runtime. */
@@ -88,6 +89,9 @@ mxa_status mxa_cl_array_in(cl_impl *d, const mxa_array *a, int slot, cl_mem *mem
 /* cl_program.c: the program of `family` built with `options` (cached in memory and on disk). */
 mxa_status mxa_cl_program(cl_impl *d, int family, const char *options, cl_program *out);
 mxa_status mxa_cl_kernel(cl_impl *d, cl_program program, const char *name, cl_kernel *out);
+/* MXA_OPENCL_OPTIONS if every option in it is known to keep the kernels' contract, else ""
+ * (with a warning naming the variable and the option). */
+void mxa_cl_extra_options(char *out, size_t size);
 
 /* Kernel launch helpers (cl_program.c). */
 typedef struct cl_args {

@@ -149,13 +149,56 @@ static void to_cache(cl_impl *d, cl_program p, const char *key)
     free(bin);
 }
 
+/*
+ * MXA_OPENCL_OPTIONS adds build options for experiments that leave the kernels' contract
+ * alone. mxa passes the kernels their shapes and recipe as -D macros, so -D, -U and -I
+ * (and math relaxations, which break the exact MXFP4 products) would change what a kernel
+ * computes without the host knowing: -DMXA_BC=7 gave zeros. Only the options below pass;
+ * any other makes mxa ignore the whole variable, with one warning per device open.
+ */
+static const char *const safe_options[] = {"-cl-opt-disable", "-cl-kernel-arg-info", "-cl-nv-verbose", "-w",
+                                           "-Werror", NULL};
+static const char *const safe_prefixes[] = {"-cl-nv-maxrregcount=", "-cl-nv-opt-level=", NULL};
+
+static int safe_option(const char *opt, size_t len)
+{
+    for (const char *const *s = safe_options; *s; s++)
+        if (strlen(*s) == len && strncmp(opt, *s, len) == 0) return 1;
+    for (const char *const *s = safe_prefixes; *s; s++) {
+        const size_t n = strlen(*s);
+        if (len > n && strncmp(opt, *s, n) == 0 && strspn(opt + n, "0123456789") == len - n) return 1;
+    }
+    return 0;
+}
+
+void mxa_cl_extra_options(char *out, size_t size)
+{
+    out[0] = '\0';
+    const char *extra = mxa_env_string("MXA_OPENCL_OPTIONS");
+    if (!extra) return;
+    if (strlen(extra) >= size) {
+        MXA_LOG_W("MXA_OPENCL_OPTIONS: longer than %zu characters; ignoring the variable", size - 1);
+        return;
+    }
+    for (const char *p = extra + strspn(extra, " \t"); *p; p += strspn(p, " \t")) {
+        const size_t len = strcspn(p, " \t");
+        if (!safe_option(p, len)) {
+            MXA_LOG_W("MXA_OPENCL_OPTIONS: '%.*s' is not one of the build options that keep the kernels' "
+                      "contract (-cl-opt-disable, -cl-kernel-arg-info, -cl-nv-verbose, -cl-nv-maxrregcount=N, "
+                      "-cl-nv-opt-level=N, -w, -Werror); ignoring the variable",
+                      (int)len, p);
+            return;
+        }
+        p += len;
+    }
+    snprintf(out, size, "%s", extra);
+}
+
 mxa_status mxa_cl_program(cl_impl *d, int family, const char *base_options, cl_program *out)
 {
-    /* MXA_OPENCL_OPTIONS: extra build options for experiments (-cl-nv-verbose, ...) */
     char options[sizeof d->programs[0].options];
-    const char *extra = mxa_env_string("MXA_OPENCL_OPTIONS");
-    if (snprintf(options, sizeof options, "%s%s%s", base_options, extra ? " " : "", extra ? extra : "") >=
-        (int)sizeof options)
+    const char *extra = d->extra_options;
+    if (snprintf(options, sizeof options, "%s%s%s", base_options, *extra ? " " : "", extra) >= (int)sizeof options)
         return mxa_fail(MXA_ERR_INTERNAL, "opencl: build options too long");
     for (int i = 0; i < d->program_count; i++)
         if (d->programs[i].family == family && strcmp(d->programs[i].options, options) == 0) {

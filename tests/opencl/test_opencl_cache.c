@@ -1,8 +1,10 @@
 /*
- * The OpenCL binary cache on a real driver (CI: PoCL). A cache entry whose payload was
- * altered and then given a valid checksum (as a user or a tool rewriting it would) must
- * never make a run fail: a binary that lacks a kernel is deleted and rebuilt from source
- * (before, every later run failed with CL_INVALID_KERNEL_NAME until the cache was cleared).
+ * What reaches the driver's compiler, on a real driver (CI: PoCL): cached binaries and
+ * MXA_OPENCL_OPTIONS. A cache entry whose payload was altered and then given a valid
+ * checksum (as a user or a tool rewriting it would) must never make a run fail: a binary
+ * that lacks a kernel is deleted and rebuilt from source (before, every later run failed
+ * with CL_INVALID_KERNEL_NAME until the cache was cleared). Build options that change the
+ * kernels' contract are refused with a warning (before, -DMXA_BC=7 silently gave zeros).
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <dirent.h>
@@ -176,10 +178,73 @@ static void test_binary_without_a_kernel_is_rebuilt(void **state)
     assert_true(tried >= 2); /* at least the attention and the prep kernels */
 }
 
+static struct {
+    int warnings;
+    char last[2048];
+} logged;
+
+static void capture(mxa_log_level level, const char *message, void *user)
+{
+    (void)user;
+    if (level > MXA_LOG_WARN || !strstr(message, "MXA_OPENCL_OPTIONS")) return;
+    logged.warnings++;
+    snprintf(logged.last, sizeof logged.last, "%s", message);
+}
+
+/* Whether some cache entry was built with `option` (the key ends with the build options). */
+static int entry_built_with(const char *option)
+{
+    char names[16][256];
+    const int count = list_entries(names, 16);
+    int found = 0;
+    for (int n = 0; n < count; n++) {
+        entry e;
+        read_entry(names[n], &e);
+        found |= strstr(e.key, option) != NULL;
+        free_entry(&e);
+    }
+    return found;
+}
+
+/* Options that would change what the kernels compute are refused, naming the variable, and
+ * attention still matches the reference; a known-safe option reaches the compiler. */
+static void test_contract_options_refused(void **state)
+{
+    (void)state;
+    /* each value and the option its warning must name */
+    static const char *const refused[][2] = {
+        {"-DMXA_BC=7", "-DMXA_BC=7"}, {"-UMXA_D", "-UMXA_D"}, {"-I.", "-I."},
+        {"-cl-fast-relaxed-math", "-cl-fast-relaxed-math"}, {"-cl-opt-disable -DMXA_D=32", "-DMXA_D=32"},
+        {"-cl-nv-maxrregcount=x", "-cl-nv-maxrregcount=x"}};
+    mxa_log_set_callback(capture, NULL);
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        setenv("MXA_OPENCL_OPTIONS", refused[i][0], 1);
+        logged.warnings = 0;
+        printf("# MXA_OPENCL_OPTIONS=%s\n", refused[i][0]);
+        const int ran = attention_matches();
+        unsetenv("MXA_OPENCL_OPTIONS");
+        if (!ran) {
+            mxa_log_set_callback(NULL, NULL);
+            skip();
+        }
+        if (logged.warnings != 1) fail_msg("expected one MXA_OPENCL_OPTIONS warning, got %d", logged.warnings);
+        assert_non_null(strstr(logged.last, refused[i][1]));
+        assert_false(entry_built_with(refused[i][1]));
+    }
+    setenv("MXA_OPENCL_OPTIONS", "-cl-opt-disable", 1);
+    logged.warnings = 0;
+    assert_true(attention_matches());
+    unsetenv("MXA_OPENCL_OPTIONS");
+    mxa_log_set_callback(NULL, NULL);
+    assert_int_equal(logged.warnings, 0);
+    assert_true(entry_built_with(" -cl-opt-disable"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_binary_without_a_kernel_is_rebuilt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_contract_options_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
