@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import resource
 import stat
 import struct
 import subprocess
@@ -550,10 +551,12 @@ def content(name):
 
 def test_outputs():
     """An output may never be an input or another output, by any name (hard link, symbolic link, ./x)."""
-    rng = random.Random(5)
-    for n in ("q", "k", "v"):
-        save(n + ".npy", (1, 2, 64, 64), normal(rng, 8192))
-    save("x.npy", (4, 100), normal(rng, 400))
+    def fresh_inputs():  # each part on intact inputs, so that one defect does not hide the next
+        rng = random.Random(5)
+        for n in ("q", "k", "v"):
+            save(n + ".npy", (1, 2, 64, 64), normal(rng, 8192))
+        save("x.npy", (4, 100), normal(rng, 400))
+    fresh_inputs()
     os.link(path("q.npy"), path("hard.npy"))
     os.symlink("q.npy", path("sym.npy"))
     os.mkdir(path("sub"))
@@ -588,6 +591,7 @@ def test_outputs():
     good(attn + ["--out", "o.npy", "--lse", "l.npy"])
     good(quant + ["--dequant", "d.npy"])
 
+    fresh_inputs()
     # Symbolic links are followed: the target is replaced, the link (and a chain of links) stays a link.
     save("real.npy", (1,), [7.0])
     os.symlink("real.npy", path("link1.npy"))
@@ -619,6 +623,19 @@ def test_outputs():
         except subprocess.TimeoutExpired:
             check(False, "an output %s blocks" % out)
     check(stat.S_ISFIFO(os.stat(path("fifo")).st_mode), "the FIFO is left alone")
+
+    fresh_inputs()
+    # A file-size limit (ulimit -f 1, SIGXFSZ) during the write: a clean failure, no temporary left.
+    def limited():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+    for args in (attn + ["--out", "big.npy"], quant + ["--dequant", "big.npy"],
+                 ["analyze", "uos", "--json", "big.npy"]):
+        before = listing()
+        p = subprocess.run([MXA] + args, capture_output=True, text=True, timeout=60, cwd=WORK, preexec_fn=limited)
+        what = "mxa %s under ulimit -f 1" % " ".join(args)
+        check(p.returncode == 1, "%s: exit %d, expected 1" % (what, p.returncode))
+        check(p.stderr == "mxa: big.npy: cannot write: File too large\n", "%s: stderr %r" % (what, p.stderr))
+        check(listing() == before, "%s: files changed: %s -> %s" % (what, before, listing()))
 
 
 # ---------------------------------------------------------------- probe, demo

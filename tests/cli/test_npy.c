@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <dirent.h>
 
@@ -396,6 +399,124 @@ static void test_writer_all_or_nothing(void **state)
     rmdir(dir);
 }
 
+static int exists(const char *dir, const char *name)
+{
+    char p[300];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+/* A fatal signal while an output is pending removes its temporary file. */
+static void test_signal_removes_temp(void **state)
+{
+    (void)state;
+    const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+    char dir[] = "/tmp/mxa_test_npy_XXXXXX", path[160];
+    const int64_t shape[1] = {4};
+    const float data[4] = {1, 2, 3, 4};
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/out.npy", dir);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        const pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+            npy_pending p;
+            char err[NPY_ERR_LEN];
+            if (npy_write_temp(path, NPY_F32, 1, shape, data, &p, err, sizeof err) != MXA_OK) _exit(3);
+            if (count_entries(dir) != 1) _exit(4); /* the temporary exists */
+            raise(sigs[i]);
+            _exit(5); /* not reached: the signal kills */
+        }
+        int status = 0;
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFSIGNALED(status));
+        assert_int_equal(WTERMSIG(status), sigs[i]);
+        assert_int_equal(count_entries(dir), 0);
+    }
+    rmdir(dir);
+}
+
+/* A file-size limit fails the write (EFBIG) instead of killing the process, and leaves nothing. */
+static void test_file_size_limit(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mxa_test_npy_XXXXXX", path[160];
+    static float data[4096];
+    const int64_t shape[1] = {4096};
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/out.npy", dir);
+    const pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        char err[NPY_ERR_LEN];
+        struct rlimit lim = {1024, 1024};
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(3);
+        if (npy_write(path, NPY_F32, 1, shape, data, err, sizeof err) != MXA_ERR_IO) _exit(4);
+        _exit(strstr(err, "cannot write: File too large") ? 0 : 5);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(count_entries(dir), 0);
+    rmdir(dir);
+}
+
+/* Stale temporaries of the target whose pid is gone are removed; others stay. */
+static void test_stale_temps(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mxa_test_npy_XXXXXX", path[160], name[300], err[NPY_ERR_LEN];
+    const int64_t shape[1] = {4};
+    const float data[4] = {1, 2, 3, 4};
+    assert_non_null(mkdtemp(dir));
+    const pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0) _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    const char *names[] = {"out.npy.tmp.%ld", "out.npy.tmp.1", "out.npy.tmp.x%ld", "other.npy.tmp.%ld"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char base[64];
+        snprintf(base, sizeof base, names[i], (long)dead);
+        snprintf(name, sizeof name, "%s/%s", dir, base);
+        write_bytes(name, "x", 1);
+    }
+    /* Our own pid's name: stale by definition; a link there must not be followed. */
+    char victim[200];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    write_bytes(victim, "keep", 4);
+    snprintf(name, sizeof name, "%s/out.npy.tmp.%ld", dir, (long)getpid());
+    assert_int_equal(symlink(victim, name), 0);
+    snprintf(path, sizeof path, "%s/out.npy", dir);
+    assert_int_equal(npy_write(path, NPY_F32, 1, shape, data, err, sizeof err), MXA_OK);
+    char base[64];
+    snprintf(base, sizeof base, "out.npy.tmp.%ld", (long)dead);
+    assert_false(exists(dir, base));                   /* dead pid: removed */
+    assert_true(exists(dir, "out.npy.tmp.1"));         /* init is alive */
+    snprintf(base, sizeof base, "out.npy.tmp.x%ld", (long)dead);
+    assert_true(exists(dir, base));                    /* not a pid */
+    snprintf(base, sizeof base, "other.npy.tmp.%ld", (long)dead);
+    assert_true(exists(dir, base));                    /* another target's */
+    assert_false(exists(dir, "out.npy.tmp.0"));
+    snprintf(base, sizeof base, "out.npy.tmp.%ld", (long)getpid());
+    assert_false(exists(dir, base));
+    FILE *f = fopen(victim, "rb");
+    char got[8] = "";
+    assert_non_null(f);
+    assert_int_equal(fread(got, 1, sizeof got, f), 4);
+    fclose(f);
+    assert_memory_equal(got, "keep", 4);
+    /* clean up whatever is left */
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (e->d_name[0] != '.') {
+            snprintf(name, sizeof name, "%s/%s", dir, e->d_name);
+            unlink(name);
+        }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -424,6 +545,9 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_read_errors),
         cmocka_unit_test(test_writer_all_or_nothing),
+        cmocka_unit_test(test_signal_removes_temp),
+        cmocka_unit_test(test_file_size_limit),
+        cmocka_unit_test(test_stale_temps),
         cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

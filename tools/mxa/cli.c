@@ -254,6 +254,7 @@ int cli_check_files(const cli_file *inputs, int nin, const cli_file *outputs, in
     outfile_target t[CLI_MAX_FILES];
     char err[NPY_ERR_LEN];
     int rc = CLI_OK, n = 0;
+    outfile_install_handlers(); /* before any device library installs its own */
     if (nout > CLI_MAX_FILES) {
         cli_error("%s: too many outputs", outputs[CLI_MAX_FILES].path);
         return CLI_USAGE;

@@ -46,9 +46,7 @@ static void on_fatal_signal(int sig)
     raise(sig);
 }
 
-/* Once per process, and only over default dispositions (a signal the caller
- * chose to ignore or handle stays so). */
-static void install_handlers(void)
+void outfile_install_handlers(void)
 {
     if (atomic_flag_test_and_set(&handlers_installed)) return;
     struct sigaction sa, old;
@@ -69,7 +67,7 @@ static void install_handlers(void)
 /* With every slot taken the file is still written; only signal-time cleanup is lost. */
 static void register_temp(char *temp)
 {
-    install_handlers();
+    outfile_install_handlers();
     for (int i = 0; i < SLOTS; i++) {
         char *expected = NULL;
         if (atomic_compare_exchange_strong(&pending[i], &expected, temp)) return;

@@ -21,6 +21,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/** Installs the signal handlers described above, once per process and only
+ *  over default dispositions (a signal the caller ignores or handles stays so).
+ *  The first output does it; call it earlier, before loading libraries that
+ *  install handlers of their own (LLVM's restore the previous ones and re-raise). */
+void outfile_install_handlers(void);
+
 /* Where an output path writes; nothing is created to find out. */
 typedef struct outfile_target {
     char *path;  /* absolute, symbolic links resolved (malloc'd) */
