@@ -298,6 +298,33 @@ def test_shapes():
         print("note: no OpenCL device; the all-unsupported check did not run")
 
 
+def test_fifo():
+    """A FIFO among the vector files (a .npy or the .json sidecar) is refused at once, never waited on."""
+    src = write_vectors("a", "attention/mxattention/causal/d64/nk33,quantize/tail/d48")
+    att, qnt = "attention_mxattention_causal_d64_nk33", "quantize_tail_d48"
+    for stem, part in ((att, "json"), (att, "q.npy"), (att, "k.npy"), (att, "out.npy"), (att, "lse.npy"),
+                       (qnt, "json"), (qnt, "x.npy"), (qnt, "codes.npy")):
+        d = path("fifo_%s_%s" % (stem[:1], part))
+        shutil.copytree(src, d)
+        f = os.path.join(d, "%s.%s" % (stem, part))
+        os.remove(f)
+        os.mkfifo(f)
+        rc, out, err = run(["conform", "--vectors", d, "-b", "cpu", "--variants", "none"], timeout=60)
+        check(rc != "timeout", "a FIFO as %s.%s: no hang" % (stem, part), show(rc, out, err))
+        check(rc == 1 and "FIFO" in out and ("FAIL vectors/" + stem) in out,
+              "a FIFO as %s.%s: that case fails, saying FIFO" % (stem, part), show(rc, out, err))
+        other = qnt if stem == att else att
+        check(("FAIL vectors/" + other) not in out and "1/2 passed" in out,
+              "a FIFO as %s.%s: the other case still runs and passes" % (stem, part), show(rc, out, err))
+    # a directory named like a sidecar
+    d = path("dir_json")
+    shutil.copytree(src, d)
+    os.remove(os.path.join(d, att + ".json"))
+    os.mkdir(os.path.join(d, att + ".json"))
+    rc, out, err = run(["conform", "--vectors", d, "-b", "cpu", "--variants", "none"], timeout=60)
+    check(rc == 1 and "is not a regular file" in out, "a directory as the .json sidecar is refused", show(rc, out, err))
+
+
 def main():
     fn = globals().get("test_" + GROUP)
     if not fn:

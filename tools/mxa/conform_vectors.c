@@ -27,11 +27,13 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "conform.h"
@@ -46,7 +48,7 @@ typedef struct vec_config {
     int bc;
     double nmse_max;      /* 0: the table's */
     mxa_rule rule;        /* quantize vectors */
-    char error[128];
+    char error[256];
 } vec_config;
 
 static int set_recipe(vec_config *cfg, const char *name)
@@ -211,11 +213,39 @@ static int read_config(const char *stem, vec_config *cfg)
     }
     char path[1100];
     snprintf(path, sizeof path, "%s.json", stem);
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
+    /* O_NONBLOCK: a FIFO must not wait for a writer (it would hang forever); regular files only */
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return 0; /* no sidecar: the name's tokens and the defaults */
+        snprintf(cfg->error, sizeof cfg->error, "%.60s.json: %s", base, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
     char text[4096];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
+    ssize_t n = -1;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(cfg->error, sizeof cfg->error, "%.60s.json: %s", base,
+                 S_ISFIFO(sb.st_mode) ? "is a FIFO (named pipe), not a regular file" : "is not a regular file");
+    } else if (sb.st_size >= (off_t)sizeof text) {
+        snprintf(cfg->error, sizeof cfg->error, "%.60s.json: %lld bytes, more than the %d a sidecar may have", base,
+                 (long long)sb.st_size, (int)sizeof text - 1);
+    } else {
+        size_t got = 0;
+        for (ssize_t k; got < sizeof text - 1 && (k = read(fd, text + got, sizeof text - 1 - got)) != 0;) {
+            if (k < 0) {
+                if (errno == EINTR) continue;
+                break;
+            }
+            got += (size_t)k;
+        }
+        n = (ssize_t)got;
+        if (got < (size_t)sb.st_size) {
+            snprintf(cfg->error, sizeof cfg->error, "%.60s.json: %s", base, errno ? strerror(errno) : "short read");
+            n = -1;
+        }
+    }
+    close(fd);
+    if (n < 0) return -1;
     text[n] = '\0';
     if (parse_json(cfg, text)) {
         if (!cfg->error[0]) snprintf(cfg->error, sizeof cfg->error, "%s.json: not a flat JSON object", base);
