@@ -1,17 +1,42 @@
-/* Environment switches of DESIGN.md (internal): MXA_DISABLE_COOPMAT, MXA_KERNEL, ... */
+/* Environment switches of DESIGN.md (internal): MXA_DISABLE_COOPMAT, MXA_KERNEL, ...
+ * A bad value is never silent: the readers below log one warning per process
+ * and variable, naming it and saying what is done instead. */
 #ifndef MXA_RUNTIME_ENV_H
 #define MXA_RUNTIME_ENV_H
 
-/* 1 if the variable is set to something other than "", "0", "off", "false". */
-int mxa_env_flag(const char *name);
+#include "status.h"
 
 /* The variable's value, or NULL when unset or empty. */
 const char *mxa_env_string(const char *name);
 
+/* A boolean switch: 1 for 1/on/true/yes, 0 when unset, empty or 0/off/false/no
+ * (any case); any other value warns once and counts as 0 (off). */
+int mxa_env_flag(const char *name);
+
+/* A decimal integer in [lo, hi]; `fallback` when unset; when not such an
+ * integer, warns once and returns `fallback`. */
+long mxa_env_long(const char *name, long lo, long hi, long fallback);
+
+/* MXA_KERNEL when it names a kernel variant of some backend (mxa_env_kernel_names);
+ * NULL when unset, or when unknown, with one warning listing the known names. */
+const char *mxa_env_kernel(void);
+
+/* Every variant name MXA_KERNEL accepts, by backend: "vulkan: scalar, ...; opencl: ...". */
+const char *mxa_env_kernel_names(void);
+
+/* Checks the switches that apply to every backend (MXA_KERNEL, MXA_DISABLE_COOPMAT,
+ * MXA_DISABLE_INT_DOT, MXA_DISABLE_NATIVE_FP4) once, so a bad value warns even
+ * where no chosen backend reads it (e.g. a CPU-only run). */
+void mxa_env_check_switches(void);
+
+/* Logs `fmt` as a warning the first time it is called for `name` in this
+ * process; later calls for the same name log nothing. Thread-safe. */
+void mxa_env_warn_once(const char *name, const char *fmt, ...) MXA_PRINTF(2, 3);
+
+/* Forgets which variables have warned (tests only). */
+void mxa_env_reset_warnings(void);
+
 /* 1 if `name` appears in the comma-separated list `list` (case-insensitive). */
 int mxa_list_contains(const char *list, const char *name);
-
-/* Integer value of the variable, or `fallback` when unset or not an integer. */
-long mxa_env_long(const char *name, long fallback);
 
 #endif

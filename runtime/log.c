@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "env.h"
@@ -11,13 +12,16 @@ static _Atomic(mxa_log_fn) log_fn;
 static _Atomic(void *) log_user;
 static atomic_int log_level = -1; /* -1: not read from MXA_LOG yet */
 
-static int level_from_env(void)
+/* The level MXA_LOG names; *bad is set when it names none. */
+static int level_from_env(int *bad)
 {
-    const char *s = mxa_env_string("MXA_LOG");
     static const char *names[] = {"error", "warn", "info", "debug"};
-    if (s)
-        for (int i = 0; i < 4; i++)
-            if (strcmp(s, names[i]) == 0) return i;
+    const char *s = mxa_env_string("MXA_LOG");
+    *bad = 0;
+    if (!s) return MXA_LOG_WARN;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    *bad = 1;
     return MXA_LOG_WARN;
 }
 
@@ -40,8 +44,11 @@ int mxa_log_enabled(mxa_log_level level)
 {
     int current = atomic_load(&log_level);
     if (current < 0) {
-        current = level_from_env();
+        int bad;
+        current = level_from_env(&bad);
         atomic_store(&log_level, current);
+        /* after the store: the warning itself asks for the level */
+        if (bad) mxa_env_warn_once("MXA_LOG", "MXA_LOG=%.64s is not one of error|warn|info|debug; using warn", getenv("MXA_LOG"));
     }
     return (int)level <= current;
 }

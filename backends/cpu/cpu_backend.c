@@ -32,9 +32,8 @@ static long cpu_threads_wanted(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n < 1) n = 1;
-    long want = mxa_env_long("MXA_NUM_THREADS", n);
-    if (want < 1) want = 1;
-    return want > 256 ? 256 : want;
+    if (n > 256) n = 256;
+    return mxa_env_long("MXA_NUM_THREADS", 1, 256, n); /* a bad value warns and uses every core */
 }
 
 static const char *cpu_variant_name(cpu_isa isa)

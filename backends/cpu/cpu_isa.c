@@ -108,6 +108,7 @@ cpu_isa cpu_isa_select(char *reason, size_t reason_size)
             snprintf(reason, reason_size, "MXA_CPU_ISA=%s is not supported here; using %s", want, cpu_isa_name(best));
             return best;
         }
-    snprintf(reason, reason_size, "MXA_CPU_ISA=%s unknown (amx|avx512|avx2|portable); using %s", want, cpu_isa_name(best));
+    snprintf(reason, reason_size, "MXA_CPU_ISA=%.64s unknown (amx|avx512|avx2|portable); using %s", want, cpu_isa_name(best));
+    mxa_env_warn_once("MXA_CPU_ISA", "%s", reason);
     return best;
 }

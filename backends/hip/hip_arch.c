@@ -85,7 +85,7 @@ static void set_choice(mxa_hip_choice *out, mxa_hip_variant v)
 void mxa_hip_choose(const mxa_hip_arch *arch, int wave_size, mxa_hip_choice *out)
 {
     memset(out, 0, sizeof *out);
-    const char *kernel = mxa_env_string("MXA_KERNEL");
+    const char *kernel = mxa_env_kernel();
     mxa_hip_variant forced;
     if (forced_variant(kernel, &forced)) {
         if (supported(arch, wave_size, forced)) {

@@ -87,7 +87,7 @@ static void choose_variant(cl_device_desc *dd, mxa_device_info *info)
     dd->supported[CL_VARIANT_MMA_PTX] = why_mma[0] == '\0';
 
     int chosen = -1;
-    const char *forced = mxa_env_string("MXA_KERNEL");
+    const char *forced = mxa_env_kernel();
     char note[96] = "";
     if (forced) {
         for (int v = 0; v < CL_VARIANT_COUNT; v++)

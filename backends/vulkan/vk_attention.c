@@ -54,7 +54,7 @@ static int coopmat_device_ok(const vk_probe_data *p, const char **why)
 const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_call *call, char *reason,
                               size_t reason_size)
 {
-    const char *forced = mxa_env_string("MXA_KERNEL");
+    const char *forced = mxa_env_kernel();
     const char *why = "";
     int coop = coopmat_device_ok(probe, &why);
     if (coop && mxa_env_flag("MXA_DISABLE_COOPMAT")) {

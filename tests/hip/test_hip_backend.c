@@ -15,7 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/hip/hip_arch.h"
 #include "hip_fake_util.h"
+#include "runtime/env.h"
 
 static void expect_absent(const char *fragment)
 {
@@ -183,6 +185,18 @@ static void test_env_switches(void **state)
     }
 }
 
+/* Every HIP variant is a name MXA_KERNEL accepts (runtime/env.c lists them all). */
+static void test_kernel_names_listed(void **state)
+{
+    (void)state;
+    static const mxa_hip_variant all[] = {MXA_HIP_SCALAR, MXA_HIP_MFMA_I8, MXA_HIP_MFMA_FP4};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        setenv("MXA_KERNEL", mxa_hip_variant_name(all[i]), 1);
+        if (!mxa_env_kernel()) fail_msg("%s is not in mxa_env_kernel's list", mxa_hip_variant_name(all[i]));
+    }
+    unsetenv("MXA_KERNEL");
+}
+
 static void test_attention_launches(void **state)
 {
     (void)state;
@@ -233,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_version_check),
         cmocka_unit_test(test_bad_arch_name),  cmocka_unit_test(test_probe_archs),
         cmocka_unit_test(test_env_switches),   cmocka_unit_test(test_attention_launches),
+        cmocka_unit_test(test_kernel_names_listed),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     fake_end();

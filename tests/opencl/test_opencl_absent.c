@@ -18,7 +18,8 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include "backends/opencl/cl_api.h"
+#include "backends/opencl/cl_internal.h"
+#include "runtime/env.h"
 #include "fstree.h"
 #include "mxa/mxa.h"
 
@@ -145,12 +146,24 @@ static void test_no_library(void **state)
     unsetenv("MXA_OPENCL_LIBRARY");
 }
 
+/* Every OpenCL variant is a name MXA_KERNEL accepts (runtime/env.c lists them all). */
+static void test_kernel_names_listed(void **state)
+{
+    (void)state;
+    for (int v = 0; v < CL_VARIANT_COUNT; v++) {
+        setenv("MXA_KERNEL", mxa_cl_variant_names[v], 1);
+        if (!mxa_env_kernel()) fail_msg("%s is not in mxa_env_kernel's list", mxa_cl_variant_names[v]);
+    }
+    unsetenv("MXA_KERNEL");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_library),
         cmocka_unit_test(test_no_icd),
         cmocka_unit_test(test_icd_check),
+        cmocka_unit_test(test_kernel_names_listed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,7 @@
 #include "backends/vulkan/vk_common.h"
 #include "fstree.h"
 #include "mxa/mxa.h"
+#include "runtime/env.h"
 
 static const char *const vk_vars[] = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES", "XDG_CONFIG_HOME",
                                       "XDG_CONFIG_DIRS", "XDG_DATA_HOME",    "XDG_DATA_DIRS",       "HOME"};
@@ -186,11 +187,33 @@ static void test_bad_loaders(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* Every variant the chooser returns, on a device with everything and on one
+ * with nothing, forced or not, is a name MXA_KERNEL accepts (runtime/env.c). */
+static void test_kernel_names_listed(void **state)
+{
+    (void)state;
+    static const char *const forced[] = {NULL, "scalar", "coopmat-nv-i8", "coopmat-nv-f16", "coopmat-nv-f16-smem"};
+    vk_probe_data full = {.flags = ~0u, .subgroup_size = 32, .max_shared = 64 * 1024}, none = {0};
+    snprintf(full.layout_note, sizeof full.layout_note, "test");
+    const vk_probe_data *devices[] = {&full, &none};
+    for (size_t d = 0; d < 2; d++)
+        for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++) {
+            char reason[MXA_REASON_LEN];
+            if (forced[f]) setenv("MXA_KERNEL", forced[f], 1);
+            else unsetenv("MXA_KERNEL");
+            const char *name = vk_choose_variant(devices[d], NULL, reason, sizeof reason);
+            setenv("MXA_KERNEL", name, 1);
+            if (!mxa_env_kernel()) fail_msg("%s is not in mxa_env_kernel's list", name);
+        }
+    unsetenv("MXA_KERNEL");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_manifest_search),
         cmocka_unit_test(test_bad_loaders),
+        cmocka_unit_test(test_kernel_names_listed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
