@@ -149,7 +149,6 @@ def test_files():
     """Broken .npy inputs through the CLI: one clear line each."""
     good_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 32), }"
     cases = [
-        ("f8.npy", npy_bytes((2, 32), [0.0] * 64, descr="<f8"), "unsupported dtype '<f8'"),
         ("i4.npy", npy_bytes((2, 32), [0] * 64, descr="<i4"), "unsupported dtype '<i4'"),
         ("fortran.npy", npy_bytes((2, 32), [0.0] * 64, fortran=True), "Fortran-order"),
         ("v2.npy", npy_bytes((2, 32), [0.0] * 64, version=2)[:-4], "truncated"),
@@ -244,7 +243,23 @@ def quantize_cli(name, rule, shape, values, descr="<f4"):
     return load("c.npy"), load("s.npy"), load("d.npy")
 
 
+def test_quantize_float64():
+    rng = random.Random(9)
+    x = normal(rng, 4 * 100, 3.0)
+    save("x64.npy", (4, 100), x, descr="<f8")
+    save("x32.npy", (4, 100), [f32(v) for v in x])
+    out = good(["quantize", "x64.npy", "--rule", "uos", "--codes", "c64.npy", "--scales", "s64.npy"])
+    check(out.startswith("x64.npy: float64 (converted to float32) (4, 100) ->"), "quantize names float64: %r" % out)
+    good(["quantize", "x32.npy", "--rule", "uos", "--codes", "c32.npy", "--scales", "s32.npy"])
+    check(load("c64.npy") == load("c32.npy") and load("s64.npy") == load("s32.npy"),
+          "float64 quantizes as its float32 rounding")
+    save("xbig.npy", (4, 100), [1e300 if i == 17 else 1.0 for i in range(400)], descr="<f8")
+    bad(["quantize", "xbig.npy", "--rule", "uos", "--dequant", "d.npy"],
+        "mxa: xbig.npy: element 17 is 1e+300, beyond float32's range", 1, ["d.npy"])
+
+
 def test_quantize():
+    test_quantize_float64()
     tiny = struct.unpack("<f", struct.pack("<I", 0x00000003 << 21))[0]  # 3 * 2^-128 (subnormal)
     flt_max = struct.unpack("<f", struct.pack("<I", 0x7F7FFFFF))[0]
     # SPEC section 1 vectors: (elements, {rule: (e, codes)}); codes of the listed elements.
@@ -450,6 +465,27 @@ def test_attention():
     check("hadamard off, rule q=6.5, placement direct, quantize qk,p, scale 0.2, causal on" in out and "Bc 96" in out,
           "overrides reach the descriptor: %r" % out)
     check(good(base + ["--quantize", "none"]).startswith("wrote"), "--quantize none")
+
+    # float64 (numpy's default) is read as float32, once: the same output as the float32-rounded
+    # inputs, and --stats says so. A finite float64 beyond float32's range is refused like Inf.
+    q64, k64 = normal(rng, 8192), normal(rng, 12288)
+    save("q64.npy", (1, 2, 64, 64), q64, descr="<f8")
+    save("k64.npy", (1, 2, 96, 64), k64, descr="<f8")
+    save("q32.npy", (1, 2, 64, 64), [f32(x) for x in q64])
+    save("k32r.npy", (1, 2, 96, 64), [f32(x) for x in k64])
+    good(["attention", "--q", "q64.npy", "--k", "k64.npy", "--v", "v.npy", "--out", "o64.npy"])
+    good(["attention", "--q", "q32.npy", "--k", "k32r.npy", "--v", "v.npy", "--out", "o32.npy"])
+    check(load("o64.npy") == load("o32.npy"), "float64 inputs give the float32-rounded inputs' output")
+    out = good(["attention", "--q", "q64.npy", "--k", "k64.npy", "--v", "v.npy", "--out", "o64.npy", "--stats"])
+    check("q float64 (converted to float32 on reading) k float64 (converted to float32 on reading) v float32" in out,
+          "--stats names the float64 conversion: %r" % out)
+    for name, value in (("qbig.npy", 1e39), ("qbig2.npy", -3.5e38)):
+        save(name, (1, 2, 64, 64), [value if i == 3 else 0.5 for i in range(8192)], descr="<f8")
+        bad(["attention", "--q", name, "--k", "k.npy", "--v", "v.npy", "--out", "o_no.npy"],
+            "mxa: %s: element 3 is %s, beyond float32's range" % (name, "%.9g" % value), 1, ["o_no.npy"])
+    save("qinf64.npy", (1, 2, 64, 64), [float("inf") if i == 5 else 0.5 for i in range(8192)], descr="<f8")
+    bad(["attention", "--q", "qinf64.npy", "--k", "k.npy", "--v", "v.npy", "--out", "o_no.npy"],
+        "mxa: qinf64.npy: element 5 is Inf", 1, ["o_no.npy"])
 
     # Bad inputs: every flag, every shape problem; no output is ever left behind.
     save("q48.npy", (1, 2, 16, 48), normal(rng, 1536))

@@ -8,6 +8,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +118,7 @@ static void test_header_forms(void **state)
 static void test_header_errors(void **state)
 {
     (void)state;
-    expect_error(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", 16, "unsupported dtype '<f8'");
+    expect_error(1, "{'descr': '>f8', 'fortran_order': False, 'shape': (2,), }", 16, "unsupported dtype '>f8'");
     expect_error(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8, "unsupported dtype '>f4'");
     expect_error(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", 8, "unsupported dtype '<i4'");
     expect_error(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", 8, "'descr'");
@@ -517,6 +519,38 @@ static void test_stale_temps(void **state)
     rmdir(dir);
 }
 
+/* float64 is read as float32, rounded to nearest; a finite value that would round to Inf is refused. */
+static void test_float64_narrowed(void **state)
+{
+    (void)state;
+    const char *dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }";
+    const double ok[6] = {1.0 / 3.0, -2.5, 0x1.fffffefffffffp+127 /* rounds down to FLT_MAX */, 1e-50, INFINITY, NAN};
+    uint8_t buf[512];
+    char err[NPY_ERR_LEN];
+    npy_array a;
+    size_t n = make_npy(buf, 1, dict, ok, sizeof ok);
+    assert_int_equal(npy_parse(buf, n, &a, err, sizeof err), MXA_OK);
+    assert_int_equal(a.dtype, NPY_F32);
+    assert_int_equal(a.file_dtype, NPY_F64);
+    const float *f = a.data;
+    assert_true(f[0] == (float)(1.0 / 3.0) && f[1] == -2.5f && f[2] == FLT_MAX && f[3] == 0.0f);
+    assert_true(isinf(f[4]) && isnan(f[5])); /* passed on: the library rejects them with its message */
+    npy_free(&a);
+    const double over[2][2] = {{1.0, 0x1.ffffffp+127}, {-1e39, 0.0}}; /* FLT_MAX + half an ulp rounds to Inf */
+    for (int i = 0; i < 2; i++) {
+        const char *d2 = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }";
+        n = make_npy(buf, 1, d2, over[i], sizeof over[i]);
+        assert_int_equal(npy_parse(buf, n, &a, err, sizeof err), MXA_ERR_NON_FINITE);
+        assert_null(a.data);
+        assert_non_null(strstr(err, i ? "element 0 is -1e+39, beyond float32's range" : "element 1 is"));
+    }
+    /* float32 files keep their dtype as the file's. */
+    n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", "\0\0\x80\x3f", 4);
+    assert_int_equal(npy_parse(buf, n, &a, err, sizeof err), MXA_OK);
+    assert_int_equal(a.file_dtype, NPY_F32);
+    npy_free(&a);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -548,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_signal_removes_temp),
         cmocka_unit_test(test_file_size_limit),
         cmocka_unit_test(test_stale_temps),
+        cmocka_unit_test(test_float64_narrowed),
         cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,7 +52,7 @@ int an_load(const char *path, an_tensor *t)
     npy_shape_string(a.rank, a.shape, shape, sizeof shape);
     int rc = CLI_FAIL;
     if (a.dtype == NPY_U8) {
-        cli_error("%s: dtype uint8 is not a tensor to analyze (expected float32 or float16)", path);
+        cli_error("%s: dtype uint8 is not a tensor to analyze (expected float32, float16 or float64)", path);
         goto out;
     }
     if (a.rank < 2 || a.rank > 4 || a.count == 0) {

@@ -49,7 +49,7 @@ int an_report_write_json(const an_report *r, const char *path);
 
 /* ------------------------------------------------------------- inputs */
 
-/* A .npy tensor (float32 or float16, rank 2 to 4) as dense float32 viewed as
+/* A .npy tensor (float32, float16 or float64 read as float32; rank 2 to 4) as dense float32 viewed as
  * [B, H, N, D] with leading axes of 1. */
 typedef struct an_tensor {
     const char *path;

@@ -1,7 +1,7 @@
 /*
  * mxa attention --q Q.npy --k K.npy --v V.npy --out O.npy [switches] [--stats]
  *
- * Inputs are float32 or float16 .npy files shaped [B, H, N, D], [H, N, D] or
+ * Inputs are float32, float16 or float64 (converted once to float32) .npy files shaped [B, H, N, D], [H, N, D] or
  * [N, D] (the same rank for all three; k and v may have fewer heads: GQA).
  * The output is float32 with q's shape; --lse writes q's shape without D.
  * The recipe sets every switch; the other flags override one each.
@@ -32,7 +32,7 @@ static int load_input(const char *path, int want_rank, input *in)
     if (cli_read_npy(path, &in->a)) return CLI_FAIL;
     npy_shape_string(in->a.rank, in->a.shape, shape, sizeof shape);
     if (in->a.dtype == NPY_U8) {
-        cli_error("%s: dtype uint8 is not an attention input (expected float32 or float16)", path);
+        cli_error("%s: dtype uint8 is not an attention input (expected float32, float16 or float64)", path);
         return CLI_FAIL;
     }
     if (in->a.rank < 2 || in->a.rank > 4) {
@@ -181,11 +181,16 @@ out:
 }
 
 static void print_stats(const mxa_device_info *di, const mxa_attention_desc *desc, const mxa_attention_info *info,
-                        double seconds, const stats *s)
+                        double seconds, const stats *s, const input *const in[3])
 {
     char text[256];
     cli_desc_text(desc, text, sizeof text);
     printf("device    %s (%s), variant %s, Bc %d\n", di->id, di->name, info->variant, info->bc);
+    printf("inputs   ");
+    for (int i = 0; i < 3; i++)
+        printf(" %c %s%s", "qkv"[i], npy_dtype_name(in[i]->a.file_dtype),
+               in[i]->a.file_dtype == NPY_F64 ? " (converted to float32 on reading)" : "");
+    printf("\n");
     printf("switches  %s\n", text);
     printf("time      %.4f s wall", seconds);
     if (info->kernel_seconds >= 0.0) printf(", %.4f s kernel", info->kernel_seconds);
@@ -199,7 +204,7 @@ static void print_stats(const mxa_device_info *di, const mxa_attention_desc *des
 int cmd_attention(int argc, char **argv)
 {
     cli_option o[OPT_COUNT] = {
-        [OPT_Q] = {"--q", "Q.npy", "queries [B, H, Nq, D], [H, Nq, D] or [Nq, D], float32 or float16", NULL},
+        [OPT_Q] = {"--q", "Q.npy", "queries [B, H, Nq, D], [H, Nq, D] or [Nq, D]; float32, float16 or float64 (read as float32)", NULL},
         [OPT_K] = {"--k", "K.npy", "keys [B, Hkv, Nk, D] (Hkv divides H: grouped-query attention)", NULL},
         [OPT_V] = {"--v", "V.npy", "values, k's shape", NULL},
         [OPT_OUT] = {"--out", "O.npy", "output, float32, q's shape (links followed; /dev/null written in place)", NULL},
@@ -275,7 +280,8 @@ int cmd_attention(int argc, char **argv)
     mxa_device_info di;
     mxa_device_info_of(dev, &di);
     if (o[OPT_STATS].value) {
-        print_stats(&di, &desc, &info, seconds, &s);
+        const input *const in[3] = {&q, &k, &v};
+        print_stats(&di, &desc, &info, seconds, &s, in);
     } else {
         char shape[200];
         npy_shape_string(q.a.rank, q.a.shape, shape, sizeof shape);

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,7 @@ size_t npy_dtype_size(npy_dtype dtype)
     case NPY_F32: return 4;
     case NPY_F16: return 2;
     case NPY_U8: return 1;
+    case NPY_F64: return 8;
     }
     return 0;
 }
@@ -68,6 +70,7 @@ const char *npy_dtype_name(npy_dtype dtype)
     case NPY_F32: return "float32";
     case NPY_F16: return "float16";
     case NPY_U8: return "uint8";
+    case NPY_F64: return "float64";
     }
     return "unknown";
 }
@@ -78,6 +81,7 @@ static const char *dtype_descr(npy_dtype dtype)
     case NPY_F32: return "<f4";
     case NPY_F16: return "<f2";
     case NPY_U8: return "|u1";
+    case NPY_F64: return "<f8";
     }
     return "?";
 }
@@ -218,13 +222,14 @@ static mxa_status parse_descr(cursor *c, npy_array *a)
     char descr[64];
     mxa_status st = parse_string(c, descr, sizeof descr, "a string for 'descr'");
     if (st) return st;
-    for (int t = NPY_F32; t <= NPY_U8; t++)
+    for (int t = NPY_F32; t <= NPY_F64; t++)
         if (strcmp(descr, dtype_descr((npy_dtype)t)) == 0) {
             a->dtype = (npy_dtype)t;
             return MXA_OK;
         }
     return fail(MXA_ERR_FORMAT, c->err, c->err_size,
-                "unsupported dtype '%s' (mxa reads '<f4' float32, '<f2' float16 and '|u1' uint8)", descr);
+                "unsupported dtype '%s' (mxa reads '<f4' float32, '<f2' float16, '<f8' float64 and '|u1' uint8)",
+                descr);
 }
 
 /* The header dictionary: every key once, nothing else, blanks after it. */
@@ -328,6 +333,38 @@ static mxa_status data_size_error(const npy_array *a, uint64_t have, char *err, 
                 (unsigned long long)(have - want), npy_dtype_name(a->dtype), shape);
 }
 
+/* float64 data (already in host order) to float32, once. Rounds to nearest; a
+ * finite value that would round to Inf is refused (checked before the cast,
+ * which C leaves undefined out of range). NaN and Inf pass: callers reject them. */
+static mxa_status narrow_f64(npy_array *a, char *err, size_t err_size)
+{
+    const double *d = a->data, limit = 0x1.ffffffp+127; /* FLT_MAX + half an ulp: rounds to Inf */
+    float *f = malloc(a->count ? (size_t)a->count * sizeof(float) : 1);
+    if (!f) return fail(MXA_ERR_OUT_OF_MEMORY, err, err_size, "out of memory converting float64 to float32");
+    for (int64_t i = 0; i < a->count; i++) {
+        if (isfinite(d[i]) && fabs(d[i]) >= limit) {
+            free(f);
+            return fail(MXA_ERR_NON_FINITE, err, err_size,
+                        "element %lld is %.9g, beyond float32's range (float64 input is converted to float32)",
+                        (long long)i, d[i]);
+        }
+        f[i] = (float)d[i];
+    }
+    free(a->data);
+    a->data = f;
+    a->dtype = NPY_F32;
+    a->file_dtype = NPY_F64;
+    return MXA_OK;
+}
+
+/* The last step of reading: byte order, then float64 narrowed. */
+static mxa_status finish_data(npy_array *a, char *err, size_t err_size)
+{
+    if (host_is_big_endian()) swap_bytes(a->data, a->count, npy_dtype_size(a->dtype));
+    a->file_dtype = a->dtype;
+    return a->dtype == NPY_F64 ? narrow_f64(a, err, err_size) : MXA_OK;
+}
+
 mxa_status npy_parse(const uint8_t *bytes, size_t size, npy_array *out, char *err, size_t err_size)
 {
     size_t prelude, hlen;
@@ -346,7 +383,10 @@ mxa_status npy_parse(const uint8_t *bytes, size_t size, npy_array *out, char *er
     a.data = malloc(nbytes ? nbytes : 1);
     if (!a.data) return fail(MXA_ERR_OUT_OF_MEMORY, err, err_size, "out of memory (%zu bytes)", nbytes);
     memcpy(a.data, bytes + prelude + hlen, nbytes);
-    if (host_is_big_endian()) swap_bytes(a.data, a.count, npy_dtype_size(a.dtype));
+    if ((st = finish_data(&a, err, err_size))) {
+        npy_free(&a);
+        return st;
+    }
     *out = a;
     return MXA_OK;
 }
@@ -428,7 +468,7 @@ mxa_status npy_read(const char *path, npy_array *out, char *err, size_t err_size
         st = data_size_error(&a, n + extra, err, err_size);
         goto out;
     }
-    if (host_is_big_endian()) swap_bytes(a.data, a.count, npy_dtype_size(a.dtype));
+    if ((st = finish_data(&a, err, err_size))) goto out;
     *out = a;
     memset(&a, 0, sizeof a);
 out:

@@ -49,7 +49,7 @@ int cmd_quantize(int argc, char **argv)
         {"--axis", "A", "the block axis: only the last (-1) is supported; transpose first for others", NULL},
     };
     cli_spec spec = {"quantize", "IN.npy --rule R [--dequant OUT.npy] [--codes C.npy --scales S.npy] [--device ID] [--axis -1]",
-                     "Quantizes a float32/float16 array of any rank to MXFP4 in blocks of 32 along its last\n"
+                     "Quantizes a float32/float16/float64 array (float64 converted to float32 first) of any rank to MXFP4 in blocks of 32 along its last\n"
                      "axis (a tail block is zero-padded) and prints rows, blocks and the NMSE of the\n"
                      "dequantized values. Bit-exact on every device.",
                      options, CLI_COUNT(options), 1, 1, {NULL}, 0};
@@ -87,7 +87,7 @@ int cmd_quantize(int argc, char **argv)
     char shape_text[200];
     npy_shape_string(in.rank, in.shape, shape_text, sizeof shape_text);
     if (in.dtype == NPY_U8) {
-        cli_error("%s: dtype uint8 cannot be quantized (expected float32 or float16)", in_path);
+        cli_error("%s: dtype uint8 cannot be quantized (expected float32, float16 or float64)", in_path);
         goto out;
     }
     if (in.rank < 1 || in.count == 0) {
@@ -142,8 +142,8 @@ int cmd_quantize(int argc, char **argv)
     char rule_name[32];
     mxa_device_info_of(dev, &info);
     mxa_rule_name(rule, rule_name, sizeof rule_name);
-    printf("%s: %s %s -> %lld rows x %lld blocks of 32 (%lld blocks), rule %s, device %s\n", in_path,
-           npy_dtype_name(in.dtype), shape_text, (long long)rows, (long long)nblocks, (long long)(rows * nblocks),
+    printf("%s: %s%s %s -> %lld rows x %lld blocks of 32 (%lld blocks), rule %s, device %s\n", in_path,
+           npy_dtype_name(in.file_dtype), in.file_dtype == NPY_F64 ? " (converted to float32)" : "", shape_text, (long long)rows, (long long)nblocks, (long long)(rows * nblocks),
            rule_name, info.id);
     printf("NMSE of the dequantized values: %.4e", nmse);
     if (nonfinite) printf(" (over finite blocks; %lld non-finite blocks have scale 0xFF)", (long long)nonfinite);

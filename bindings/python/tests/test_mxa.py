@@ -216,3 +216,27 @@ def test_bad_inputs_raise():
         mxa.dequantize(codes[:, :16], scales)
     with pytest.raises(mxa.Error, match="cols"):
         mxa.dequantize(codes, scales, cols=1000)
+
+
+def test_float64_converted_once_and_overflow_refused():
+    q, k, v = attention_inputs(8)
+    q64, k64, v64 = (x.astype(np.float64) + 1e-9 for x in (q, k, v))  # not exactly float32
+    o64 = mxa.attention(q64, k64, v64, device="cpu")
+    o32 = mxa.attention(*(x.astype(np.float32) for x in (q64, k64, v64)), device="cpu")
+    assert np.array_equal(o64, o32)
+    x = np.random.default_rng(4).standard_normal((3, 70))
+    c64, s64 = mxa.quantize(x)
+    c32, s32 = mxa.quantize(x.astype(np.float32))
+    assert np.array_equal(c64, c32) and np.array_equal(s64, s32)
+    # Just below float32's range rounds to FLT_MAX; above it is refused, naming the tensor.
+    edge = q64.copy()
+    edge[0, 0, 0, 0] = float(np.finfo(np.float32).max) * (1 + 2.0 ** -25)
+    assert np.float32(edge[0, 0, 0, 0]) == np.finfo(np.float32).max
+    for big in (1e39, -3.5e38, 1e300):
+        bad = k64.copy()
+        bad[0, 0, 1, 2] = big
+        with pytest.raises(mxa.Error, match=r"^k: element 66 is .*beyond float32's range") as e:
+            mxa.attention(q64, bad, v64, device="cpu")
+        assert e.value.status == "MXA_ERR_NON_FINITE"
+        with pytest.raises(mxa.Error, match=r"quantize: x: element 66 is"):
+            mxa.quantize(bad)

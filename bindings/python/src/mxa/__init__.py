@@ -122,14 +122,28 @@ def devices():
 
 # ------------------------------------------------------------------ tensors
 
+def _to_f32(x, name):
+    """float16 and float32 as they are; other real types (float64, numpy's default, integers)
+    converted once to float32, rounding to nearest. A finite value beyond float32's range is
+    refused, as the library refuses Inf, never passed on as an Inf."""
+    a = np.asarray(x)
+    if a.dtype in (np.float16, np.float32):
+        return a
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise Error(f"{name}: dtype {a.dtype} is not a real number type")
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = a.astype(np.float32)
+    over = np.isinf(f) & np.isfinite(a)
+    if over.any():
+        i = int(np.flatnonzero(over.reshape(-1))[0])
+        raise Error(f"{name}: element {i} is {a.reshape(-1)[i]!r}, beyond float32's range "
+                    f"({a.dtype} input is converted to float32)", "MXA_ERR_NON_FINITE")
+    return f
+
+
 def _as_input(x, name):
     """A C-contiguous float32 or float16 array of rank 2..4 and its mxa_tensor."""
-    a = np.asarray(x)
-    if a.dtype != np.float16:
-        if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
-            raise Error(f"{name}: dtype {a.dtype} is not a number type")
-        a = a.astype(np.float32, copy=False)
-    a = np.ascontiguousarray(a)
+    a = np.ascontiguousarray(_to_f32(x, name))
     if a.ndim < 2 or a.ndim > 4:
         raise Error(f"{name}: shape {a.shape} has rank {a.ndim}; expected [N, D], [H, N, D] or [B, H, N, D]")
     return a, _tensor(a)
@@ -220,7 +234,8 @@ def attention(q, k, v, recipe="mxattention", device="auto", causal=False, bc=0, 
     """softmax(q k^T * scale) v with an MXFP4 (or NVFP4 / fp32) recipe.
 
     q: [B, H, Nq, D], [H, Nq, D] or [Nq, D]; k, v: the same rank, Hkv dividing H (GQA).
-    float32 or float16 in; float32 out with q's shape. recipe: one of RECIPES. Switches
+    float32 or float16 in (float64, numpy's default, and integers are converted once to float32;
+    a finite value beyond float32's range raises); float32 out with q's shape. recipe: one of RECIPES. Switches
     override the recipe: hadamard=bool, rule="ocp"|"tfs"|"uos"|"q=7.1", placement="pnq"|"direct",
     quantize="qk,v,p"|"none", format="mxfp4"|"nvfp4", smooth=bool, allow_non_finite=bool.
     bc: key-tile size (0: the device's). scale: softmax scale (None: 1/sqrt(D)).
@@ -267,10 +282,7 @@ def quantize(x, rule="uos", device="cpu"):
     Returns (codes, scales): codes uint8 x.shape[:-1] + (nblocks * 16,), element 2i in the
     low nibble of byte i; scales uint8 E8M0 x.shape[:-1] + (nblocks,). rule: "ocp",
     "tfs", "uos" or "q=<x>" with x in [6, 8]. Bit-exact on every device."""
-    a = np.asarray(x)
-    if a.dtype != np.float16:
-        a = a.astype(np.float32, copy=False)
-    a = np.ascontiguousarray(a)
+    a = np.ascontiguousarray(_to_f32(x, "quantize: x"))
     if a.ndim < 1 or a.size == 0:
         raise Error(f"quantize: x must have at least one axis and elements (shape {a.shape})")
     cols = a.shape[-1]
