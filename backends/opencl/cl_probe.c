@@ -12,6 +12,7 @@
 #include "env.h"
 #include "log.h"
 #include "status.h"
+#include "text.h"
 
 const char *const mxa_cl_variant_names[CL_VARIANT_COUNT] = {"cl-mma-ptx", "cl-tiled"};
 
@@ -143,6 +144,7 @@ static int describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_
     dev_string(cl, dev, CL_DRIVER_VERSION, dd->driver_version, sizeof dd->driver_version);
     dev_string(cl, dev, CL_DEVICE_VERSION, version, sizeof version);
     dev_string(cl, dev, CL_DEVICE_EXTENSIONS, exts, sizeof exts);
+    mxa_text_sanitize(info->name); /* the driver's bytes, printed by mxa probe and the log */
     if (!avail || !compiler) {
         MXA_LOG_I("opencl: skipping %s (%s)", info->name, !avail ? "not available" : "no compiler");
         free(dd);
@@ -217,6 +219,7 @@ static int describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_
     else if (dd->type & CL_DEVICE_TYPE_GPU) info->score = dd->variant == CL_VARIANT_MMA_PTX ? 120 : 100;
     else if (dd->type & CL_DEVICE_TYPE_ACCELERATOR) info->score = 50;
     else info->score = -10;
+    mxa_device_info_sanitize(info);
     out->probe_data = dd;
     return 1;
 }

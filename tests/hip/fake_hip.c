@@ -4,6 +4,7 @@
  * each call, so one process can walk through many scenarios:
  *   FAKE_HIP_DEVICES=n            device count (default 1; 0 = none; any int, e.g. 2147483647)
  *   FAKE_HIP_ARCH=name            gcnArchName (default "gfx942:sramecc+:xnack-")
+ *   FAKE_HIP_NAME=bytes           hipDeviceGetName (default "Fake AMD Instinct <n>")
  *   FAKE_HIP_WAVE=n               wavefront size (default 64)
  *   FAKE_HIP_RUNTIME_VERSION=n    hipRuntimeGetVersion (default 60241134)
  *   FAKE_HIP_INIT_ERROR=n         hipInit returns n
@@ -128,7 +129,9 @@ int hipDriverGetVersion(int *v)
 
 int hipDeviceGetName(char *name, int len, int device)
 {
-    snprintf(name, (size_t)len, "Fake AMD Instinct %d", device);
+    const char *fake = getenv("FAKE_HIP_NAME");
+    if (fake && *fake) snprintf(name, (size_t)len, "%s", fake);
+    else snprintf(name, (size_t)len, "Fake AMD Instinct %d", device);
     return 0;
 }
 

@@ -14,7 +14,7 @@
 
 char fake_tmpdir[256], fake_logpath[300];
 
-static const char *const fake_vars[] = {"FAKE_HIP_DEVICES", "FAKE_HIP_ARCH", "FAKE_HIP_WAVE",
+static const char *const fake_vars[] = {"FAKE_HIP_DEVICES", "FAKE_HIP_ARCH", "FAKE_HIP_NAME", "FAKE_HIP_WAVE",
                                         "FAKE_HIP_RUNTIME_VERSION", "FAKE_HIP_INIT_ERROR", "FAKE_HIP_OOM",
                                         "FAKE_HIPRTC_FAIL", "MXA_KERNEL", "MXA_DISABLE_COOPMAT",
                                         "MXA_DISABLE_NATIVE_FP4", "MXA_DISABLE", "MXA_DEVICE"};

@@ -197,6 +197,22 @@ static void test_kernel_names_listed(void **state)
     unsetenv("MXA_KERNEL");
 }
 
+/* Garbage bytes from the runtime reach mxa_device_info (and mxa probe) as '?'. */
+static void test_garbage_name(void **state)
+{
+    (void)state;
+    use_fake(FAKE_HIP_PATH);
+    setenv("FAKE_HIP_NAME", "MI\x1b]0;pwned\x07 \xff\xfe\xc3 \xc3\xa9", 1);
+    setenv("FAKE_HIP_ARCH", "gfx942:\x1b[2J", 1);
+    mxa_backend_info b;
+    mxa_device_info d;
+    mxa_runtime *rt = probe(&b, &d);
+    assert_true(b.present);
+    assert_string_equal(d.name, "MI?]0;pwned? ??? \xc3\xa9");
+    assert_non_null(strstr(d.capabilities, "gfx942:?[2J"));
+    mxa_runtime_destroy(rt);
+}
+
 static void test_attention_launches(void **state)
 {
     (void)state;
@@ -248,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_bad_arch_name),  cmocka_unit_test(test_probe_archs),
         cmocka_unit_test(test_env_switches),   cmocka_unit_test(test_attention_launches),
         cmocka_unit_test(test_kernel_names_listed),
+        cmocka_unit_test(test_garbage_name),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     fake_end();

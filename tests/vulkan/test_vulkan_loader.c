@@ -208,12 +208,55 @@ static void test_kernel_names_listed(void **state)
     unsetenv("MXA_KERNEL");
 }
 
+/* In a child: the fake device probes; its garbage name and driver strings come out
+ * printable (control bytes and invalid UTF-8 as '?', "é" kept); opening it fails cleanly. */
+static int child_garbage_strings(void)
+{
+    static const char want[] = "Fake?GPU ?[31m?? ?? caf\xc3\xa9?";
+    mxa_runtime *rt = NULL;
+    mxa_device_info d;
+    int n = 0, ok = 0;
+    if (mxa_runtime_create(NULL, &rt) != MXA_OK || mxa_device_count(rt, &n) != MXA_OK) return 2;
+    for (int i = 0; i < n; i++) {
+        if (mxa_device_get_info(rt, i, &d) != MXA_OK) return 3;
+        if (strcmp(d.backend, "vulkan") != 0) continue;
+        fprintf(stderr, "# name '%s' driver '%s'\n", d.name, d.driver);
+        ok = strcmp(d.name, want) == 0 && strstr(d.driver, want) != NULL;
+        for (const char *p = d.driver; *p; p++) ok = ok && (unsigned char)*p >= 0x20 && *p != 0x7f;
+    }
+    mxa_device *dev = NULL;
+    if (mxa_device_open(rt, "vulkan:0", &dev) == MXA_OK || dev) ok = 0; /* the double's vkCreateDevice fails */
+    else fprintf(stderr, "# open: %s\n", mxa_last_error_message());
+    mxa_runtime_destroy(rt);
+    return ok ? 0 : 1;
+}
+
+static void test_garbage_strings(void **state)
+{
+    (void)state;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
+        setenv("MXA_VULKAN_LIBRARY", FAKE_VULKAN_PATH, 1);
+        setenv("MXA_DISABLE", "opencl,hip", 1);
+        _exit(child_garbage_strings());
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_manifest_search),
         cmocka_unit_test(test_bad_loaders),
         cmocka_unit_test(test_kernel_names_listed),
+        cmocka_unit_test(test_garbage_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
