@@ -465,6 +465,7 @@ def test_attention():
     check("hadamard off, rule q=6.5, placement direct, quantize qk,p, scale 0.2, causal on" in out and "Bc 96" in out,
           "overrides reach the descriptor: %r" % out)
     check(good(base + ["--quantize", "none"]).startswith("wrote"), "--quantize none")
+    check("scale 9.99995e-41," in good(base + ["--scale", "1e-40", "--stats"]), "a positive subnormal --scale is taken")
 
     # float64 (numpy's default) is read as float32, once: the same output as the float32-rounded
     # inputs, and --stats says so. A finite float64 beyond float32's range is refused like Inf.
@@ -539,6 +540,10 @@ def test_attention():
         (["--bc", "-32"], "--bc -32"),
         (["--bc", "8192"], "--bc 8192"),
         (["--bc", "64.0"], "--bc 64.0"),
+        (["--bc", " 64"], "--bc  64: expected a multiple of 32 in [32, 4096], without blanks"),
+        (["--bc", "64 "], "--bc 64 : expected a multiple of 32 in [32, 4096], without blanks"),
+        (["--scale", " 0.5"], "--scale  0.5: expected a finite number > 0, without blanks"),
+        (["--scale", "1e-50"], "--scale 1e-50: expected a finite number > 0 (it rounds to 0 in float32)"),
         (["--bc", "99999999999999999999999"], "--bc 9999"),
         (["--device", "nope"], "unknown backend 'nope'"),
         (["--device", "vulkan:x"], "bad device index"),
@@ -613,6 +618,9 @@ def test_outputs():
     bad(quant + ["--dequant", "x.npy"], "--dequant x.npy: " + same + " x.npy", 2)
     bad(quant + ["--codes", "x.npy", "--scales", "s.npy"], "--codes x.npy: " + same + " x.npy", 2, ["s.npy"])
     bad(quant + ["--codes", "c.npy", "--scales", "./x.npy"], "--scales ./x.npy: " + same, 2, ["c.npy"])
+    for lst in ("q.npy,", ",q.npy", "q.npy,,k.npy"):
+        bad(["analyze", "rowsum", "--q", lst, "--k", "k.npy"], "mxa: --q: an empty file name in the comma-separated list", 2)
+    bad(["analyze", "ablation", "--q", "q.npy", "--k", "k.npy", "--v", "v.npy,"], "mxa: --v: an empty file name", 2)
     bad(["analyze", "uos", "x.npy", "--json", "x.npy"], "--json x.npy: " + same + " x.npy", 2)
     bad(["analyze", "uos", "x.npy", "--svg", "o.svg", "--csv", "./o.svg"], "--svg and --csv name the same file", 2)
     bad(["analyze", "rowsum", "--q", "q.npy", "--k", "k.npy", "--svg", "hard.npy"], same + " --q q.npy", 2)

@@ -26,15 +26,21 @@ static int same_array(const npy_array *a, const npy_array *b)
     return memcmp(a->data, b->data, (size_t)a->count * npy_dtype_size(a->dtype)) == 0;
 }
 
-/* The same bytes through npy_read, from a file of this process. */
+/* The same bytes through npy_read, from a new file of this process (mkstemp in
+ * $TMPDIR: no fixed name another process or user could own or race). */
 static void check_file_path(const uint8_t *data, size_t size, const npy_array *parsed, mxa_status parsed_st)
 {
-    static char path[64];
-    if (!path[0]) snprintf(path, sizeof path, "/tmp/fuzz_npy.%ld.npy", (long)getpid());
-    FILE *f = fopen(path, "wb");
-    if (!f) return;
-    if (size) fwrite(data, 1, size, f);
-    fclose(f);
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fuzz_npy.XXXXXX", dir && *dir ? dir : "/tmp");
+    const int fd = mkstemp(path);
+    if (fd < 0) abort(); /* a check skipped silently would pass for nothing */
+    for (size_t done = 0; done < size;) {
+        const ssize_t k = write(fd, data + done, size - done);
+        if (k <= 0) abort();
+        done += (size_t)k;
+    }
+    close(fd);
     npy_array r;
     char err[NPY_ERR_LEN] = "";
     mxa_status st = npy_read(path, &r, err, sizeof err);

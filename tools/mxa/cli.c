@@ -1,4 +1,5 @@
 /* Helpers shared by the mxa subcommands (see cli.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -23,14 +24,38 @@ void cli_error(const char *fmt, ...)
     fprintf(stderr, "mxa: %s\n", line);
 }
 
+/* Whether the library's message starts by naming `what` ("attention"): as
+ * "attention: ", "mxa_attention: ", "attention (NVFP4): " or a call of it,
+ * "mxa_runtime_create: " for "runtime". */
+static int message_names(const char *msg, const char *what, size_t n)
+{
+    char where[96];
+    size_t len = strcspn(msg, ":(");
+    if (strncmp(msg, "mxa_", 4) == 0) msg += 4, len -= len >= 4 ? 4 : len;
+    if (!n || len >= sizeof where) return 0;
+    memcpy(where, msg, len);
+    where[len] = '\0';
+    for (char *p = where; *p; p++)
+        if (*p == '_') *p = ' ';
+    while (len && where[len - 1] == ' ') where[--len] = '\0';
+    return strncmp(where, what, n) == 0 && (where[n] == '\0' || where[n] == ' ');
+}
+
 int cli_library_error(const char *context, mxa_status status)
 {
     const char *msg = mxa_last_error_message();
-    const size_t n = strlen(context);
     if (!msg || !*msg) msg = mxa_status_string(status);
-    /* The library often names the call itself ("attention: ..."): say it once. */
-    if (strncmp(msg, context, n) == 0 && msg[n] == ':') cli_error("%s", msg);
-    else cli_error("%s: %s", context, msg);
+    /* The library names where it failed: when that is what the context ends
+     * with ("attention" and "mxa_attention: out of memory"), say it once. */
+    const char *colon = strrchr(context, ':');
+    const char *last = colon ? colon + 1 : context;
+    while (*last == ' ') last++;
+    if (message_names(msg, last, strlen(last))) {
+        if (colon) cli_error("%.*s: %s", (int)(colon - context), context, msg);
+        else cli_error("%s", msg);
+    } else {
+        cli_error("%s: %s", context, msg);
+    }
     return CLI_FAIL;
 }
 
@@ -121,16 +146,24 @@ int cli_parse(cli_spec *spec, int argc, char **argv)
     return CLI_OK;
 }
 
+/* strtol and strtof skip leading blanks but stop at trailing ones: refuse both alike. */
+static int blank_at_ends(const char *text)
+{
+    const size_t n = strlen(text);
+    return n && (isspace((unsigned char)text[0]) || isspace((unsigned char)text[n - 1]));
+}
+
 int cli_int(const char *option, const char *text, long min, long max, long multiple, long *out)
 {
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max || (multiple > 1 && v % multiple)) {
+    if (blank_at_ends(text) || errno || end == text || *end || v < min || v > max || (multiple > 1 && v % multiple)) {
+        const char *blanks = blank_at_ends(text) ? ", without blanks" : "";
         if (multiple > 1)
-            cli_error("%s %s: expected a multiple of %ld in [%ld, %ld]", option, text, multiple, min, max);
+            cli_error("%s %s: expected a multiple of %ld in [%ld, %ld]%s", option, text, multiple, min, max, blanks);
         else
-            cli_error("%s %s: expected an integer in [%ld, %ld]", option, text, min, max);
+            cli_error("%s %s: expected an integer in [%ld, %ld]%s", option, text, min, max, blanks);
         return CLI_USAGE;
     }
     *out = v;
@@ -142,8 +175,14 @@ int cli_positive_float(const char *option, const char *text, float *out)
     char *end;
     errno = 0;
     float v = strtof(text, &end);
-    if (errno || end == text || *end || !isfinite(v) || !(v > 0.0f)) {
-        cli_error("%s %s: expected a finite number > 0", option, text);
+    /* ERANGE with a nonzero finite result is a float32 subnormal: positive, so taken. */
+    const int range = errno == ERANGE && (v == 0.0f || !isfinite(v));
+    if (blank_at_ends(text) || range || end == text || *end || !isfinite(v) || !(v > 0.0f)) {
+        cli_error("%s %s: expected a finite number > 0%s", option, text,
+                  blank_at_ends(text) ? ", without blanks"
+                  : !range            ? ""
+                  : v == 0.0f         ? " (it rounds to 0 in float32)"
+                                      : " (it overflows float32)");
         return CLI_USAGE;
     }
     *out = v;
