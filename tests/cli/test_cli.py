@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import re
 import resource
 import stat
 import struct
@@ -449,17 +450,29 @@ def test_attention():
             words = line.replace("|sum-1|", "maxdev").split()
             if line.startswith("vs fp32"):
                 stats["nmse"], stats["cos"] = float(words[3]), float(words[5])
+                check(line.endswith("(host reference, fp32 recipe)"), "vs fp32 names what it compares with: %r" % line)
+            if line.startswith("vs reference"):
+                stats["ref"] = float(words[3])
+                check(re.search(r"\(host reference, these switches, Bc \d+\)$", line) is not None,
+                      "vs reference names what it compares with: %r" % line)
             if words and words[0] in ("direct", "pnq"):
                 stats[words[0]] = [float(words[i]) for i in (2, 4, 6, 9)]
-        check("nmse" in stats and "pnq" in stats and "direct" in stats, "%s --stats output: %r" % (recipe, out))
-        if "pnq" not in stats:
+        check("nmse" in stats and "ref" in stats and "pnq" in stats and "direct" in stats,
+              "%s --stats output: %r" % (recipe, out))
+        if "pnq" not in stats or "ref" not in stats:
             continue
+        # A correct device matches the host reference of the same recipe and Bc (PNQ code flips aside).
+        check(stats["ref"] < 1e-6, "%s: the device matches the reference: %r" % (recipe, out))
         check(stats["pnq"] == [1.0, 1.0, 1.0, 0.0], "%s: PNQ row sums exactly 1: %s" % (recipe, stats["pnq"]))
         if recipe == "fp32":
-            check(stats["nmse"] == 0.0 and stats["direct"] == [1.0, 1.0, 1.0, 0.0], "fp32 vs itself: %r" % out)
+            check(stats["nmse"] < 1e-10 and stats["direct"] == [1.0, 1.0, 1.0, 0.0], "fp32 vs the fp32 reference: %r" % out)
         else:
             check(0 < stats["nmse"] < 0.5 and 0.8 < stats["cos"] <= 1, "%s accuracy: %r" % (recipe, out))
             check(stats["direct"][3] > 0, "%s: direct placement row sums drift: %s" % (recipe, stats["direct"]))
+    for dev in devices():
+        out = good(base + ["--stats", "--device", dev])
+        ref = [l for l in out.splitlines() if l.startswith("vs reference")]
+        check(len(ref) == 1 and float(ref[0].split()[3]) < 1e-6, "%s matches the host reference: %r" % (dev, out))
     out = good(base + ["--hadamard", "off", "--rule", "q=6.5", "--placement", "direct", "--quantize", "p,qk",
                        "--scale", "0.2", "--bc", "96", "--causal", "--stats", "--device", "cpu"])
     check("hadamard off, rule q=6.5, placement direct, quantize qk,p, scale 0.2, causal on" in out and "Bc 96" in out,

@@ -142,60 +142,80 @@ static void print_row_sums(const char *label, const cli_row_stats *r)
 }
 
 typedef struct stats {
-    cli_diff vs_fp32;
+    cli_diff vs_reference, vs_fp32;
     cli_row_stats direct, pnq;
 } stats;
 
-/* --stats: accuracy against the fp32 recipe on the same device, and the row
- * sums direct placement and PNQ give at the Bc the device used. */
-static int compute_stats(mxa_device *dev, const mxa_attention_desc *desc, const input *q, const input *k,
-                         const input *v, const float *o, int bc, stats *s)
+/* The host reference (mxa_reference_attention, the definition) with `desc` at Bc `bc`, into a new array. */
+static float *reference_output(const mxa_attention_desc *desc, int bc, const input *q, const input *k,
+                               const input *v, const char *what)
 {
-    int rc = CLI_FAIL;
-    const int64_t n = q->t.shape[0] * q->t.shape[1] * q->t.shape[2] * q->t.shape[3];
-    float *ref = malloc((size_t)n * sizeof(float));
-    mxa_tensor tref;
-    mxa_attention_desc fp32;
+    const int64_t *s = q->t.shape;
+    float *o = malloc((size_t)(s[0] * s[1] * s[2] * s[3]) * sizeof(float));
+    mxa_attention_desc d = *desc;
+    mxa_tensor t;
     mxa_status st;
-    if (!ref) {
+    if (!o) {
         cli_error("stats: out of memory");
-        goto out;
+        return NULL;
     }
+    d.bc = bc;
+    if ((st = mxa_tensor_init(&t, MXA_F32, s[0], s[1], s[2], s[3], o)) ||
+        (st = mxa_reference_attention(&d, bc, &q->t, &k->t, &v->t, &t, NULL, NULL))) {
+        cli_library_error(what, st);
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* --stats: the device's output against the host reference of the same recipe
+ * and Bc (not the device itself, which could share a fault), and against the
+ * reference's fp32 recipe; the row sums direct placement and PNQ give. */
+static int compute_stats(const mxa_attention_desc *desc, const input *q, const input *k, const input *v,
+                         const float *o, int bc, stats *s)
+{
+    const int64_t n = q->t.shape[0] * q->t.shape[1] * q->t.shape[2] * q->t.shape[3];
+    mxa_attention_desc fp32;
     mxa_attention_desc_init(&fp32, MXA_RECIPE_FP32);
     fp32.causal = desc->causal;
     fp32.scale = desc->scale;
-    fp32.bc = bc;
-    if ((st = mxa_tensor_init(&tref, MXA_F32, q->t.shape[0], q->t.shape[1], q->t.shape[2], q->t.shape[3], ref)) ||
-        (st = mxa_attention(dev, &fp32, &q->t, &k->t, &v->t, &tref, NULL, NULL))) {
-        cli_library_error("stats: fp32 attention", st);
-        goto out;
+    float *ref = reference_output(desc, bc, q, k, v, "stats: reference");
+    float *ref32 = ref ? reference_output(&fp32, bc, q, k, v, "stats: fp32 reference") : NULL;
+    int rc = CLI_FAIL;
+    if (ref32 && !cli_reference_row_sums(desc, bc, MXA_PLACEMENT_DIRECT, &q->t, &k->t, &v->t, &s->direct) &&
+        !cli_reference_row_sums(desc, bc, MXA_PLACEMENT_PNQ, &q->t, &k->t, &v->t, &s->pnq)) {
+        s->vs_reference = cli_compare(o, ref, n);
+        s->vs_fp32 = cli_compare(o, ref32, n);
+        rc = CLI_OK;
     }
-    if (cli_reference_row_sums(desc, bc, MXA_PLACEMENT_DIRECT, &q->t, &k->t, &v->t, &s->direct) ||
-        cli_reference_row_sums(desc, bc, MXA_PLACEMENT_PNQ, &q->t, &k->t, &v->t, &s->pnq))
-        goto out;
-    s->vs_fp32 = cli_compare(o, ref, n);
-    rc = CLI_OK;
-out:
     free(ref);
+    free(ref32);
     return rc;
+}
+
+static void print_diff(const char *label, const cli_diff *d, const char *what)
+{
+    printf("%-12s NMSE %.4e  cosine %.8f  max abs error %.4e  (%s)\n", label, d->nmse, d->cosine, d->max_abs, what);
 }
 
 static void print_stats(const mxa_device_info *di, const mxa_attention_desc *desc, const mxa_attention_info *info,
                         double seconds, const stats *s, const input *const in[3])
 {
-    char text[256];
+    char text[256], what[96];
     cli_desc_text(desc, text, sizeof text);
-    printf("device    %s (%s), variant %s, Bc %d\n", di->id, di->name, info->variant, info->bc);
-    printf("inputs   ");
+    printf("device       %s (%s), variant %s, Bc %d\n", di->id, di->name, info->variant, info->bc);
+    printf("inputs      ");
     for (int i = 0; i < 3; i++)
         printf(" %c %s%s", "qkv"[i], npy_dtype_name(in[i]->a.file_dtype),
                in[i]->a.file_dtype == NPY_F64 ? " (converted to float32 on reading)" : "");
-    printf("\n");
-    printf("switches  %s\n", text);
-    printf("time      %.4f s wall", seconds);
+    printf("\nswitches     %s\n", text);
+    printf("time         %.4f s wall", seconds);
     if (info->kernel_seconds >= 0.0) printf(", %.4f s kernel", info->kernel_seconds);
-    printf("\nvs fp32   NMSE %.4e  cosine %.8f  max abs error %.4e\n", s->vs_fp32.nmse, s->vs_fp32.cosine,
-           s->vs_fp32.max_abs);
+    printf("\n");
+    snprintf(what, sizeof what, "host reference, these switches, Bc %d", info->bc);
+    print_diff("vs reference", &s->vs_reference, what);
+    print_diff("vs fp32", &s->vs_fp32, "host reference, fp32 recipe");
     printf("row sums of the attention weights (reference, these switches, Bc %d):\n", info->bc);
     print_row_sums("direct", &s->direct);
     print_row_sums("pnq", &s->pnq);
@@ -218,7 +238,7 @@ int cmd_attention(int argc, char **argv)
         [OPT_BC] = {"--bc", "N", "key-tile size, a multiple of 32 (default: the device's)", NULL},
         [OPT_LSE] = {"--lse", "L.npy", "also write the per-row log-sum-exp, float32, q's shape without D", NULL},
         [OPT_DEVICE] = {"--device", "ID", "device: auto (default), cpu, vulkan:0, opencl:0, hip:0", NULL},
-        [OPT_STATS] = {"--stats", NULL, "print device, time, accuracy vs fp32 and PNQ/direct row sums", NULL},
+        [OPT_STATS] = {"--stats", NULL, "print device, time, accuracy vs the host reference (same recipe, Bc) and its fp32, row sums", NULL},
     };
     cli_spec spec = {"attention", "--q Q.npy --k K.npy --v V.npy --out O.npy [options]",
                      "Runs MXFP4 attention softmax(q k^T * scale) v on .npy inputs. The recipe sets every\n"
@@ -272,7 +292,7 @@ int cmd_attention(int argc, char **argv)
 
     /* Everything that can fail runs before the outputs are renamed into place. */
     stats s;
-    if (o[OPT_STATS].value && compute_stats(dev, &desc, &q, &k, &v, out, info.bc, &s)) goto out;
+    if (o[OPT_STATS].value && compute_stats(&desc, &q, &k, &v, out, info.bc, &s)) goto out;
     if (cli_outputs_add(&outs, o[OPT_OUT].value, NPY_F32, q.a.rank, q.a.shape, out) ||
         (lse && cli_outputs_add(&outs, o[OPT_LSE].value, NPY_F32, q.a.rank - 1, q.a.shape, lse)) ||
         cli_outputs_commit(&outs))
