@@ -1,10 +1,12 @@
 /* Cheap file-system checks made before a vendor library is loaded. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "sysprobe.h"
+#include "text.h"
 
 int mxa_is_file(const char *path)
 {
@@ -48,4 +50,20 @@ int mxa_path_list_has_file(const char *list, const char *sub, const char *suffix
         if (*p == ':') p++;
     }
     return 0;
+}
+
+void *mxa_dlopen_first(const char *const *names, char *path, size_t path_size, char *why, size_t why_size)
+{
+    why[0] = '\0';
+    for (int i = 0; names[i]; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) {
+            snprintf(path, path_size, "%s", names[i]);
+            return h;
+        }
+        const char *e = dlerror();
+        if (i == 0) snprintf(why, why_size, "%s", e ? e : names[i]);
+    }
+    mxa_text_sanitize(why);
+    return NULL;
 }

@@ -27,24 +27,6 @@
 
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* dlopen the first name that loads; names[] ends with NULL. */
-static void *open_first(const char *const *names, char *path, size_t path_size, char *why, size_t why_size)
-{
-    why[0] = '\0';
-    for (int i = 0; names[i]; i++) {
-        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (h) {
-            snprintf(path, path_size, "%s", names[i]);
-            return h;
-        }
-        if (i == 0) {
-            const char *e = dlerror();
-            snprintf(why, why_size, "%s", e ? e : names[i]);
-        }
-    }
-    return NULL;
-}
-
 /* Whether one KFD topology node is a GPU: CPU nodes have simd_count 0 and gpu_id 0. */
 static int kfd_node_is_gpu(const char *node)
 {
@@ -144,12 +126,12 @@ mxa_status mxa_hip_api_load(mxa_hip_api **out, char *reason, size_t reason_size)
 
     const char *hip_env[] = {mxa_env_string("MXA_HIP_LIBRARY"), NULL};
     const char *rtc_env[] = {mxa_env_string("MXA_HIPRTC_LIBRARY"), NULL};
-    api->hip_lib = open_first(hip_env[0] ? hip_env : hip_default, api->hip_path, sizeof api->hip_path, why, sizeof why);
+    api->hip_lib = mxa_dlopen_first(hip_env[0] ? hip_env : hip_default, api->hip_path, sizeof api->hip_path, why, sizeof why);
     if (!api->hip_lib) {
         snprintf(reason, reason_size, "HIP runtime not found (%s)", why);
         goto out;
     }
-    api->rtc_lib = open_first(rtc_env[0] ? rtc_env : rtc_default, api->rtc_path, sizeof api->rtc_path, why, sizeof why);
+    api->rtc_lib = mxa_dlopen_first(rtc_env[0] ? rtc_env : rtc_default, api->rtc_path, sizeof api->rtc_path, why, sizeof why);
     if (!api->rtc_lib) {
         snprintf(reason, reason_size, "hiprtc not found (%s); it is needed to build kernels", why);
         goto out;

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "status.h"
 #include "sysprobe.h"
+#include "text.h"
 
 #define MAX_LOADED 4
 
@@ -117,6 +118,7 @@ mxa_status mxa_cl_load(const mxa_cl_api **api, char *reason, size_t reason_size)
             const char *why = dlerror();
             snprintf(reason, reason_size, "cannot load the OpenCL ICD loader %s: %s", candidates[c],
                      why ? why : "not found");
+            mxa_text_sanitize(reason);
             continue;
         }
         if (loaded_count == MAX_LOADED) {

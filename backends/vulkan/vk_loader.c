@@ -117,18 +117,14 @@ int vk_driver_manifest_found(const char *root, char *reason, size_t reason_size)
 static mxa_status load_library(char *reason, size_t reason_size)
 {
     const char *named = mxa_env_string("MXA_VULKAN_LIBRARY");
-    const char *names[] = {named ? named : "libvulkan.so.1", named ? NULL : "libvulkan.so"};
+    const char *const names[] = {named ? named : "libvulkan.so.1", named ? NULL : "libvulkan.so", NULL};
     if (!named && !vk_driver_manifest_found("", reason, reason_size)) return MXA_ERR_NOT_FOUND;
-    void *lib = NULL;
-    const char *why = NULL;
-    int i = 0;
-    for (; i < 2 && names[i] && !lib; i++)
-        if (!(lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)) && !why) why = dlerror();
+    char why[200];
+    void *lib = mxa_dlopen_first(names, loader_path, sizeof loader_path, why, sizeof why);
     if (!lib) {
-        snprintf(reason, reason_size, "no Vulkan loader (%s) could be loaded: %s", names[0], why ? why : "not found");
+        snprintf(reason, reason_size, "no Vulkan loader (%s) could be loaded: %s", names[0], why);
         return MXA_ERR_NOT_FOUND;
     }
-    snprintf(loader_path, sizeof loader_path, "%s", names[i - 1]);
     void *sym = dlsym(lib, "vkGetInstanceProcAddr");
     PFN_vkGetInstanceProcAddr gipa = NULL;
     memcpy(&gipa, &sym, sizeof gipa); /* POSIX: object -> function pointer */
