@@ -168,8 +168,17 @@ mxa_status mxa_cache_remove(const char *kind, const char *key)
     if (st) return st;
     if (unlink(path) != 0 && errno != ENOENT)
         return mxa_fail(MXA_ERR_IO, "cannot remove cache entry %s: %s", path, strerror(errno));
-    MXA_LOG_I("cache: removed %s", path);
     return MXA_OK;
+}
+
+mxa_status mxa_cache_take(const char *kind, const char *key, void **data, size_t *size)
+{
+    mxa_status st = mxa_cache_load(kind, key, data, size);
+    if (st == MXA_OK && mxa_cache_remove(kind, key) != MXA_OK) {
+        MXA_LOG_I("cache: %s", mxa_last_error_message()); /* unprotected, but still usable */
+        mxa_clear_error();
+    }
+    return st;
 }
 
 /* Directories are created 0700 (the XDG cache mode): entries are private to the user. */

@@ -36,9 +36,14 @@ mxa_status mxa_cache_load(const char *kind, const char *key, void **data, size_t
  * fatal for callers: it returns a status and logs a warning. */
 mxa_status mxa_cache_store(const char *kind, const char *key, const void *data, size_t size);
 
-/* Deletes the entry of `kind` and `key` (absent is fine): for an entry whose checksum is
- * right but whose contents the driver rejects, so later runs rebuild instead of failing. */
+/* Deletes the entry of `kind` and `key` (absent is fine). */
 mxa_status mxa_cache_remove(const char *kind, const char *key);
+
+/* mxa_cache_load, and the entry is deleted: for a binary handed to a driver, which may
+ * crash on one it does not like (PoCL does on a truncated binary with a valid checksum).
+ * The caller stores the entry again once the driver has accepted it, so an entry that
+ * crashed a process, or that the driver rejected, is gone and rebuilt in the next run. */
+mxa_status mxa_cache_take(const char *kind, const char *key, void **data, size_t *size);
 
 /* The path an entry would have (for tests and `mxa probe`). */
 mxa_status mxa_cache_path(const char *kind, const char *key, char *path, size_t size);

@@ -112,28 +112,33 @@ static int has_kernels(cl_impl *d, cl_program p, int family)
     return 1;
 }
 
-/* A program from a cached binary, or NULL. A binary the driver rejects, cannot build or
- * that lacks a kernel is deleted, so it is rebuilt from source and never fails later runs. */
+/* A program from a cached binary, or NULL. The entry is taken out of the cache while the
+ * driver has it and put back only once the binary built and yields every kernel: one that
+ * the driver rejects, that lacks a kernel or that crashes the process is rebuilt from
+ * source by the next attempt, and never fails later runs. */
 static cl_program from_cache(cl_impl *d, int family, const char *key, const char *options)
 {
     void *bin = NULL;
     size_t size = 0;
-    if (mxa_cache_load("opencl-binary", key, &bin, &size) != MXA_OK) {
+    if (mxa_cache_take("opencl-binary", key, &bin, &size) != MXA_OK) {
         mxa_clear_error(); /* a miss is not an error */
         return NULL;
     }
     cl_int err = CL_SUCCESS, status = CL_SUCCESS;
     const unsigned char *ptr = bin;
     cl_program p = d->cl->CreateProgramWithBinary(d->context, 1, &d->desc.device, &size, &ptr, &status, &err);
-    free(bin);
     const char *why = NULL;
     if (!p || err != CL_SUCCESS || status != CL_SUCCESS) why = mxa_cl_error_name(err ? err : status);
     else if (d->cl->BuildProgram(p, 1, &d->desc.device, options, NULL, NULL) != CL_SUCCESS) why = "did not build";
     else if (!has_kernels(d, p, family)) why = "a kernel is missing";
-    if (!why) return p;
-    MXA_LOG_I("opencl: cached binary rejected (%s); deleting it and rebuilding", why);
+    if (!why) {
+        if (mxa_cache_store("opencl-binary", key, bin, size) != MXA_OK) mxa_clear_error(); /* not fatal */
+        free(bin);
+        return p;
+    }
+    free(bin);
+    MXA_LOG_I("opencl: cached binary rejected (%s); rebuilding", why);
     if (p) d->cl->ReleaseProgram(p);
-    if (mxa_cache_remove("opencl-binary", key) != MXA_OK) mxa_clear_error(); /* the rebuild replaces it */
     return NULL;
 }
 
