@@ -55,18 +55,21 @@ void mxa_env_reset_warnings(void)
     pthread_mutex_unlock(&warn_lock);
 }
 
-int mxa_env_flag(const char *name)
+int mxa_env_bool(const char *name, int fallback)
 {
     static const char *const on[] = {"1", "on", "true", "yes"}, *const off[] = {"0", "off", "false", "no"};
     const char *s = mxa_env_string(name);
-    if (!s) return 0;
+    if (!s) return fallback;
     for (int i = 0; i < 4; i++) {
         if (strcasecmp(s, on[i]) == 0) return 1;
         if (strcasecmp(s, off[i]) == 0) return 0;
     }
-    mxa_env_warn_once(name, "%s=%.64s is not one of 1/0/on/off/true/false/yes/no; ignored (off)", name, s);
-    return 0;
+    mxa_env_warn_once(name, "%s=%.64s is not one of 1/0/on/off/true/false/yes/no; ignored (%s)", name, s,
+                      fallback ? "on" : "off");
+    return fallback;
 }
+
+int mxa_env_flag(const char *name) { return mxa_env_bool(name, 0); }
 
 long mxa_env_long(const char *name, long lo, long hi, long fallback)
 {
@@ -102,6 +105,7 @@ void mxa_env_check_switches(void)
     (void)mxa_env_flag("MXA_DISABLE_COOPMAT");
     (void)mxa_env_flag("MXA_DISABLE_INT_DOT");
     (void)mxa_env_flag("MXA_DISABLE_NATIVE_FP4");
+    (void)mxa_env_bool("MXA_CPU_FUSED", 1);
 }
 
 int mxa_list_contains(const char *list, const char *name)

@@ -9,8 +9,11 @@
 /* The variable's value, or NULL when unset or empty. */
 const char *mxa_env_string(const char *name);
 
-/* A boolean switch: 1 for 1/on/true/yes, 0 when unset, empty or 0/off/false/no
- * (any case); any other value warns once and counts as 0 (off). */
+/* The variable as a boolean (1/0/on/off/true/false/yes/no, any case), or
+ * `fallback` when unset or empty; another value warns once and gives `fallback`. */
+int mxa_env_bool(const char *name, int fallback);
+
+/* A switch that is off unless set: mxa_env_bool(name, 0). */
 int mxa_env_flag(const char *name);
 
 /* A decimal integer in [lo, hi]; `fallback` when unset; when not such an

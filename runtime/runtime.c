@@ -1,5 +1,4 @@
 /* The runtime: backend registry, probing, device listing and opening. */
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +47,6 @@ static int known_gpu_backend(const char *name, size_t len)
 /* Warns once per process about names in MXA_DISABLE that are no backend. */
 static void check_disable_list(const char *list)
 {
-    static atomic_int warned;
     for (const char *p = list; p && *p;) {
         while (*p == ',' || *p == ' ') p++;
         const char *start = p;
@@ -58,9 +56,8 @@ static void check_disable_list(const char *list)
         if (!len || (len == 3 && strncmp(start, "all", 3) == 0) || (len == 3 && strncmp(start, "cpu", 3) == 0) ||
             known_gpu_backend(start, len))
             continue;
-        if (!atomic_exchange(&warned, 1))
-            MXA_LOG_W("MXA_DISABLE: '%.*s' is not a backend (expected a list of vulkan, opencl, hip, or all); it is ignored",
-                      (int)len, start);
+        mxa_env_warn_once("MXA_DISABLE", "MXA_DISABLE: '%.*s' is not a backend (expected a list of vulkan, opencl, hip, or all); it is ignored",
+                          (int)len, start);
     }
 }
 
@@ -141,8 +138,9 @@ mxa_status mxa_runtime_create(const mxa_runtime_options *opts, mxa_runtime **out
     if (!rt) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_runtime_create: out of memory");
     const char *disable = (opts && opts->disable) ? opts->disable : mxa_env_string("MXA_DISABLE");
     if (mxa_list_contains(disable, "cpu"))
-        MXA_LOG_W("MXA_DISABLE lists cpu: the CPU backend cannot be disabled");
+        mxa_env_warn_once("MXA_DISABLE", "MXA_DISABLE lists cpu: the CPU backend cannot be disabled");
     check_disable_list(disable);
+    mxa_env_check_switches(); /* bad values of the other switches: one warning each, before any backend reads them */
     for (int i = 0; i < MXA_MAX_BACKENDS; i++) slot_init(&rt->backends[i], &all_backends[i], disable);
     rt->backend_count = MXA_MAX_BACKENDS;
     pthread_mutex_init(&rt->probe_lock, NULL);

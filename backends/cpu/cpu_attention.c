@@ -183,10 +183,9 @@ mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, cpu_buf *a
     p->pv_int = (desc->quantize & MXA_QUANT_V) && (desc->quantize & MXA_QUANT_P);
     p->bc = call->bc;
     /* MXA_CPU_FUSED=0 keeps the per-block kernel (to test both) */
-    const char *fused_env = mxa_env_string("MXA_CPU_FUSED");
-    const int fused_on = !(fused_env && strcmp(fused_env, "0") == 0);
+    const int fused_on = mxa_env_bool("MXA_CPU_FUSED", 1);
     p->pv_fused = fused_on && p->pv_int && kern->pv_fused && kern->quantize_fused && call->bc <= CPU_FUSED_MAX_BC;
-    p->fused = p->qk_int && kern->qk_fused && kern->quantize_fused && !(fused_env && strcmp(fused_env, "0") == 0);
+    p->fused = p->qk_int && kern->qk_fused && kern->quantize_fused && fused_on;
     p->q = q;
     p->k = k;
     p->v = v;

@@ -137,9 +137,11 @@ static void test_cpu_device(void **state)
 {
     (void)state;
     fresh();
-    setenv("MXA_DISABLE", "vulkan,opencl,hip", 1);
+    setenv("MXA_DISABLE", "vulkan,opencl,hip,bogus", 1);
     setenv("MXA_NUM_THREADS", "abc", 1);
     setenv("MXA_CPU_ISA", "bogus", 1);
+    setenv("MXA_KERNEL", "nonexistent", 1); /* the CPU never reads it: the runtime checks it */
+    setenv("MXA_CPU_FUSED", "maybe", 1);
     for (int rep = 0; rep < 2; rep++) {
         mxa_runtime *rt = NULL;
         mxa_device *dev = NULL;
@@ -160,6 +162,11 @@ static void test_cpu_device(void **state)
     }
     assert_int_equal(count("MXA_NUM_THREADS=abc is not an integer in [1, 256]; using", NULL, NULL), 1);
     assert_int_equal(count("MXA_CPU_ISA=bogus unknown (amx|avx512|avx2|portable); using", NULL, NULL), 1);
+    assert_int_equal(count("MXA_DISABLE: 'bogus' is not a backend", NULL, NULL), 1);
+    assert_int_equal(count("MXA_KERNEL=nonexistent names no kernel variant", NULL, NULL), 1);
+    assert_int_equal(count("MXA_CPU_FUSED=maybe is not one of", "ignored (on)", NULL), 1);
+    unsetenv("MXA_KERNEL");
+    unsetenv("MXA_CPU_FUSED");
     unsetenv("MXA_NUM_THREADS");
     unsetenv("MXA_CPU_ISA");
     unsetenv("MXA_DISABLE");
