@@ -70,6 +70,10 @@ static const struct {
     {"MXA_NUM_THREADS", "CPU worker threads (default: the online CPUs)"},
     {"MXA_CPU_FUSED", "0: the CPU's per-block QK kernel instead of the fused AVX-512 one"},
     {"MXA_CACHE_DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/mxa, else ~/.cache/mxa)"},
+    {"MXA_OPENCL_OPTIONS", "extra OpenCL build options that keep the kernels' contract (-cl-opt-disable, -cl-nv-maxrregcount=N, -w, ...); others are ignored with a warning"},
+    {"MXA_HIP_LIBRARY", "the HIP runtime to load (skips the /dev/kfd check)"},
+    {"MXA_OPENCL_LIBRARY", "the OpenCL ICD loader to load (skips the registered-ICD check)"},
+    {"MXA_VULKAN_LIBRARY", "the Vulkan loader to load (skips the driver-manifest check)"},
     {"MXA_LOG", "log level: error, warn (default), info, debug"},
 };
 
