@@ -182,9 +182,10 @@ def test_json():
     buffer), and an empty vectors directory is a usage error (UBSan: qsort(NULL, 0))."""
     d = write_vectors("vec", "quantize/tail/d48")
     stem = [f[:-5] for f in os.listdir(d) if f.endswith(".json")][0]
-    hostile = {
-        "1200 strings": '{"notes": [%s]}' % ", ".join(['"a"'] * 1200),
-        "1200 empty strings": '{"notes": [%s]}' % ", ".join(['""'] * 1200),
+    hostile = {  # under 4 KiB each (a larger sidecar is refused by its size)
+        "1200 empty strings": '{"notes": [%s]}' % ",".join(['""'] * 1200),
+        "900 strings": '{"notes": [%s]}' % ",".join(['"a"'] * 900),
+        "1200 strings, 6 KiB": '{"notes": [%s]}' % ", ".join(['"a"'] * 1200),
         "a 300-character string": '{"notes": "%s"}' % ("x" * 300),
         "a 300-digit number": '{"bc": %s}' % ("1" * 300),
         "a 255-character string and a comma": '{"notes": ["%s", "y"]}' % ("x" * 255),
@@ -195,7 +196,7 @@ def test_json():
         rc, out, err = run(["conform", "--vectors", d, "-b", "cpu", "--variants", "none"])
         check(rc == 1 and ("FAIL" in out or "fail" in out), "a .json with %s fails cleanly (exit 1)" % what,
               show(rc, out, err))
-        check("value longer than" in out or "not a flat JSON object" in out,
+        check("value longer than" in out or "not a flat JSON object" in out or "more than the 4095" in out,
               "a .json with %s: the message says why" % what, show(rc, out, err))
     # a long but fitting array still works: 100 short strings are notes, ignored
     sidecar(d, stem, '{"kind": "quantize", "notes": [%s]}' % ", ".join(['"ab"'] * 80))
@@ -323,6 +324,95 @@ def test_fifo():
     os.mkdir(os.path.join(d, att + ".json"))
     rc, out, err = run(["conform", "--vectors", d, "-b", "cpu", "--variants", "none"], timeout=60)
     check(rc == 1 and "is not a regular file" in out, "a directory as the .json sidecar is refused", show(rc, out, err))
+
+
+def nudge_scale(d, ulps):
+    """Every sidecar's softmax scale moved by `ulps` fp32 ulps (the expected outputs stay)."""
+    for f in os.listdir(d):
+        if f.endswith(".json"):
+            p = os.path.join(d, f)
+            with open(p) as fh:
+                meta = json.load(fh)
+            bits = struct.unpack("<I", struct.pack("<f", meta["scale"]))[0] + ulps
+            meta["scale"] = float("%.9g" % struct.unpack("<f", struct.pack("<I", bits))[0])
+            with open(p, "w") as fh:
+                json.dump(meta, fh)
+
+
+def only(src, stem, name):
+    d = path(name)
+    os.mkdir(d)
+    for f in os.listdir(src):
+        if f.startswith(stem + "."):
+            shutil.copy(os.path.join(src, f), d)
+    return d
+
+
+def test_corrupt():
+    """Corrupted expected outputs of the quantized recipes fail, naming the row and element (issue 15: +1e-3 on an
+    element or a row, +0.03 on an element of 0.042 passed as "1 isolated code-flip row", an LSE +0.1 passed); a
+    vector that differs by a real P~ code flip passes, the flip named."""
+    cases = {"attention_mxattention_causal_d64_nk33": 64, "attention_ocp-direct_noncausal_d128_nk130": 128,
+             "attention_mxattention_gqa_h8-hkv2_d64_nk100": 64}
+    src = write_vectors("src", "attention/mxattention/causal/d64/nk33,attention/ocp-direct/noncausal/d128/nk130,"
+                               "attention/mxattention/gqa/h8-hkv2/d64/nk100")
+    rc, out, err = conform_vectors(src)
+    check(rc == 0 and "3 cases passed" in out, "the uncorrupted vectors pass", show(rc, out, err))
+
+    def corrupt(stem, part, fn):
+        d = only(src, stem, "%s_%s_%d" % (stem, part, CHECKS[0]))
+        p = os.path.join(d, "%s.%s.npy" % (stem, part))
+        descr, shape, v = npy_read(p)
+        fn(v)
+        npy_write(p, descr, shape, v)
+        return conform_vectors(d)
+
+    for stem, D in cases.items():
+        row = 10
+        kinds = [
+            ("+1e-3 on one element", "out", lambda v: v.__setitem__(row * D + 5, f32(v[row * D + 5] + 1e-3)),
+             "row %d " % row, "element 5:"),
+            ("+1e-3 on a whole row", "out", lambda v: [v.__setitem__(row * D + c, f32(v[row * D + c] + 1e-3)) for c in range(D)],
+             "row %d " % row, "element "),
+            ("+0.1 on one element", "out", lambda v: v.__setitem__(row * D + 7, f32(v[row * D + 7] + 0.1)),
+             "row %d " % row, "element 7:"),
+            ("LSE +0.1 in one row", "lse", lambda v: v.__setitem__(row, f32(v[row] + 0.1)), "lse row %d " % row, ""),
+            ("LSE +1e-3 in one row", "lse", lambda v: v.__setitem__(row, f32(v[row] + 1e-3)), "lse row %d " % row, ""),
+        ]
+        for what, part, fn, want_row, want_elem in kinds:
+            rc, out, err = corrupt(stem, part, fn)
+            check(rc == 1 and ("FAIL vectors/" + stem) in out and want_row in out and want_elem in out,
+                  "%s: %s fails, naming %s%s" % (stem, what, want_row, want_elem), show(rc, out, err))
+        # +0.03 on the element nearest 0.042 in magnitude
+        _, _, v = npy_read(os.path.join(src, stem + ".out.npy"))
+        at = min(range(len(v)), key=lambda i: abs(abs(v[i]) - 0.042))
+        rc, out, err = corrupt(stem, "out", lambda w: w.__setitem__(at, f32(w[at] + 0.03)))
+        check(rc == 1 and ("row %d " % (at // D)) in out and ("element %d:" % (at % D)) in out,
+              "%s: +0.03 on the element %.4f (row %d element %d) fails, naming it" % (stem, v[at], at // D, at % D),
+              show(rc, out, err))
+
+    # a real flip: seed 4's attention/random/13 with the scale 4 ulp smaller moves one P~ across an E2M1 boundary
+    fsrc = path("flip")
+    rc, out, err = run(["conform", "--write-vectors", fsrc, "--seed", "4", "-o", "attention/random/13"])
+    nudge_scale(fsrc, -4)
+    rc, out, err = run(["conform", "--vectors", fsrc, "-b", "cpu", "--variants", "none", "-v"])
+    check(rc == 0 and "1 row differs by P~ code flips, each explained (row 925 the vectors: key 81" in out,
+          "a vector that differs by one P~ code flip passes, the flip named", show(rc, out, err))
+    # ... and a corruption in that very row still fails
+    p = os.path.join(fsrc, "attention_random_13.out.npy")
+    descr, shape, v = npy_read(p)
+    D = shape[-1]
+    v[925 * D + 3] = f32(v[925 * D + 3] + 1e-3)
+    npy_write(p, descr, shape, v)
+    rc, out, err = run(["conform", "--vectors", fsrc, "-b", "cpu", "--variants", "none"])
+    check(rc == 1 and "row 925 " in out and "element 3:" in out and "no P~ code flip explains the row" in out,
+          "+1e-3 in the flipped row fails, naming row 925 element 3", show(rc, out, err))
+    # scores off by far more than fp32 rounding (the scale 1024 ulp off) fail too
+    fsrc2 = path("scale1024")
+    run(["conform", "--write-vectors", fsrc2, "-o", "attention/mxattention/noncausal/d128/nk130"])
+    nudge_scale(fsrc2, 1024)
+    rc, out, err = run(["conform", "--vectors", fsrc2, "-b", "cpu", "--variants", "none"])
+    check(rc == 1 and "fp32 bound" in out, "vectors computed with a scale 1024 ulp off fail", show(rc, out, err))
 
 
 def main():

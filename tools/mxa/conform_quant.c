@@ -76,6 +76,16 @@ static void model_row(const float *x, int64_t n, mxa_rule rule, uint8_t *packed,
     }
 }
 
+int conform_model_exponent(float max_abs, mxa_rule rule)
+{
+    return model_exponent(max_abs, rule);
+}
+
+uint8_t conform_model_code(double v)
+{
+    return model_code(v);
+}
+
 /* ------------------------------------------------------- the SPEC table */
 
 typedef struct spec_vector {

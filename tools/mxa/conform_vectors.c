@@ -18,7 +18,11 @@
  * "causal", "bc128", "ocp"/"tfs"/"uos"/"q=6.5" (e.g. mine_mxattention_causal_bc64.q.npy).
  * Defaults: mxattention, non-causal, Bc 64, scale 1/sqrt(D). The device runs with
  * that Bc (the result depends on it) and is compared under conform's tolerance
- * for the recipe, or nmse_max when given.
+ * for the recipe (nmse_max, when given, replaces its NMSE bound): the device and
+ * the expected output each element by element against conform's trace of the
+ * reference within bounds derived from fp32 rounding, a row that misses them
+ * explained by P~ code flips or failed, naming the row and element
+ * (conform_flip.c).
  *
  * --write-vectors DIR writes the built-in attention and quantize cases in this
  * form: our reference outputs at Bc 64 (or the case's own Bc), and the exact
@@ -327,7 +331,7 @@ static void run_vector_attention(conform_ctx *ctx, const conform_case *c, confor
     r->bc = dev.info.bc;
     snprintf(r->variant, sizeof r->variant, "%s", dev.info.variant);
     conform_outputs theirs = {out, have_lse == 0 ? lse : NULL, dev.info};
-    int ok = conform_compare(&desc, &p, &dev, &theirs, r);
+    int ok = conform_compare(&desc, cfg.bc, MXA_F32, &p, &dev, &theirs, "the vectors", r);
     if (cfg.nmse_max > 0.0) { /* the vector's own bound replaces the table's */
         r->threshold = cfg.nmse_max;
         if (r->nmse <= cfg.nmse_max && !ok && strncmp(r->message, "nmse", 4) == 0) ok = 1, r->status = CONFORM_PASS;
