@@ -157,6 +157,7 @@ typedef struct trace {
     double *Mt, *F, *rF;       /* nt */
     float *acc;                /* d */
     double *N, *S, *R, *O, *tau; /* d */
+    double *half_pv;             /* d: what P V on fp16 may lose more (fp16_pv_variant) */
     double L, RL, lse, tau_lse;
     float m;
     int nt;
@@ -167,7 +168,7 @@ static void trace_free(trace *t)
     free(t->q), free(t->k), free(t->v), free(t->vt), free(t->w), free(t->wr), free(t->q_raw), free(t->q_rot), free(t->k_raw), free(t->k_rot);
     free(t->col), free(t->colq), free(t->s), free(t->pt), free(t->ph), free(t->E), free(t->rho), free(t->one);
     free(t->mt), free(t->Mt), free(t->F), free(t->rF), free(t->acc), free(t->N), free(t->S), free(t->R), free(t->O);
-    free(t->tau);
+    free(t->tau), free(t->half_pv);
     memset(t, 0, sizeof *t);
 }
 
@@ -195,8 +196,8 @@ static int trace_init(trace *t, const mxa_attention_desc *desc, int bc, mxa_dtyp
     t->one = malloc(nk);
     t->mt = malloc(nt * 4), t->Mt = malloc(nt * 8), t->F = malloc(nt * 8), t->rF = malloc(nt * 8);
     t->acc = malloc(d * 4), t->N = malloc(d * 8), t->S = malloc(d * 8), t->R = malloc(d * 8), t->O = malloc(d * 8);
-    t->tau = malloc(d * 8);
-    if (!t->q || !t->k || !t->v || !t->vt || !t->w || !t->wr || !t->q_raw || !t->q_rot || !t->k_raw || !t->k_rot || !t->col || !t->colq || !t->s ||
+    t->tau = malloc(d * 8), t->half_pv = malloc(d * 8);
+    if (!t->half_pv || !t->q || !t->k || !t->v || !t->vt || !t->w || !t->wr || !t->q_raw || !t->q_rot || !t->k_raw || !t->k_rot || !t->col || !t->colq || !t->s ||
         !t->pt || !t->ph || !t->E || !t->rho || !t->one || !t->mt || !t->Mt || !t->F || !t->rF || !t->acc || !t->N ||
         !t->S || !t->R || !t->O || !t->tau) {
         trace_free(t);
@@ -412,16 +413,24 @@ static int trace_row(trace *t, int64_t i)
         t->RL += Ld * rD;
     }
     const int64_t nvis = last < nk ? last + 1 : nk;
+    double wsum = 0.0;
+    for (int64_t j = 0; j < nvis; j++) wsum += t->w[j];
     for (int64_t c = 0; c < d; c++) {
         const float *v = t->vt + c * nk;
-        double n_ = 0.0, s_ = 0.0, r_ = 0.0;
+        double n_ = 0.0, s_ = 0.0, r_ = 0.0, fv = 0.0, vmax_c = 0.0;
+        for (int64_t j = 0; j < nk; j++) vmax_c = fmax(vmax_c, fabs((double)v[j])); /* every key: prep sees them all */
         for (int64_t j = 0; j < nvis; j++) {
             const double a = fabs((double)v[j]);
             n_ += t->w[j] * (double)v[j];
             s_ += t->w[j] * a;
             r_ += t->wr[j] * a;
+            fv += t->F[j / bc] * a;
         }
         t->N[c] = n_, t->S[c] = s_, t->R[c] = r_;
+        /* README's known limit of P V on fp16: V^ divided by its column's largest block scale (<= 2 max |V^|,
+         * the largest code of a nonzero block being >= 0.5) keeps 2^-24 of it absolute (fp16 subnormals), and
+         * P^ keeps 2^-36 of the tile maximum (which F_t carries to the output) */
+        t->half_pv[c] = (0x1p-23 * vmax_c * wsum + 0x1p-36 * fv) / t->L;
     }
     const double g = 2.0 * gam((double)nk + 2.0 * t->nt + 2.0);
     /* underflow: gamma assumes none; each of the ~nk + 3 nt operations an element goes through may lose up to
@@ -584,7 +593,7 @@ static int find_flips(const trace *t, int64_t i, flips *f)
             for (int64_t c = 0; c < d; c++)
                 f->u[k].effect = fmax(f->u[k].effect, opt_effect(t, &f->u[k].opt[o], c) / t->tau[c]);
     }
-    qsort(f->u, (size_t)f->n, sizeof *f->u, by_effect);
+    if (f->n) qsort(f->u, (size_t)f->n, sizeof *f->u, by_effect); /* f->u is NULL while none was added */
     long combos = 1;
     int keep = 0;
     while (keep < f->n && keep < MAX_UNITS && f->u[keep].effect > 1e-4 && combos * (f->u[keep].nopt + 1) <= MAX_COMBOS)
@@ -618,7 +627,8 @@ typedef struct side_fit {
 } side_fit;
 
 /* Does x (d values, and lse unless NaN) fit the trace under some combination of the flips? */
-static void fit_side(const trace *t, const flips *f, const float *x, double lse_x, double *dn, side_fit *out)
+static void fit_side(const trace *t, const flips *f, const float *x, double lse_x, const double *extra, double *dn,
+                     side_fit *out)
 {
     const int64_t d = t->p->d, bc = t->bc;
     int choice[MAX_UNITS] = {0};
@@ -650,7 +660,7 @@ static void fit_side(const trace *t, const flips *f, const float *x, double lse_
         if (L > 0.0) {
             for (int64_t c = 0; c < d; c++) {
                 const double o = (t->N[c] + dn[2 * c]) / L, diff = fabs((double)x[c] - o);
-                const double bound = t->tau[c] + f->slack[c] + dn[2 * c + 1] / t->L;
+                const double bound = t->tau[c] + f->slack[c] + dn[2 * c + 1] / t->L + (extra ? extra[c] : 0.0);
                 if (!(diff / bound <= worst)) worst = diff / bound, at = c, wdiff = diff, wbound = bound;
             }
             if (!isnan(lse_x)) {
@@ -696,6 +706,14 @@ static void describe_flips(const trace *t, const flips *f, const side_fit *s, ch
 }
 
 /* ------------------------------------------------------------ compare */
+
+/* The Vulkan cooperative-matrix kernels run P V on fp16 tensor cores (README, "Known limit"): blocks far
+ * below their V column's or their row's largest lose bits to fp16 subnormals, which the bound of such a
+ * side allows (trace.half_pv); every other variant is held to fp32 alone. */
+static int fp16_pv_variant(const char *variant)
+{
+    return strncmp(variant, "coopmat-nv-", 11) == 0;
+}
 
 /* The old comparison (whole-output NMSE only) for problems outside the trace. */
 static int compare_nmse_only(const conform_problem *p, double nmse_max, const char *why, conform_result *r)
@@ -777,13 +795,14 @@ int conform_compare(const mxa_attention_desc *desc, int bc, mxa_dtype out_dtype,
         if (traced > 0) continue;
         side_fit fit[2];
         const conform_outputs *side[2] = {dev, ref};
+        const int fp16_pv[2] = {fp16_pv_variant(dev->info.variant), fp16_pv_variant(ref->info.variant)};
         const char *name[2] = {"device", ref_name};
         int need_flips = 0;
         f.n = 0, f.candidates = 0, f.slack_lse = 0.0;
         for (int64_t c = 0; c < d; c++) f.slack[c] = 0.0;
         for (int s = 0; s < 2; s++) { /* first without any flip */
             const double lse = side[s]->lse ? (double)side[s]->lse[row] : NAN;
-            fit_side(&t, &f, side[s]->o + row * d, lse, dn, &fit[s]);
+            fit_side(&t, &f, side[s]->o + row * d, lse, fp16_pv[s] ? t.half_pv : NULL, dn, &fit[s]);
             need_flips |= !fit[s].ok;
         }
         if (need_flips) {
@@ -795,7 +814,7 @@ int conform_compare(const mxa_attention_desc *desc, int bc, mxa_dtype out_dtype,
                 if (fit[s].ok) continue;
                 const side_fit plain = fit[s];
                 const double lse = side[s]->lse ? (double)side[s]->lse[row] : NAN;
-                fit_side(&t, &f, side[s]->o + row * d, lse, dn, &fit[s]);
+                fit_side(&t, &f, side[s]->o + row * d, lse, fp16_pv[s] ? t.half_pv : NULL, dn, &fit[s]);
                 if (!fit[s].ok) { /* name the row and the element furthest outside its bound (under the best flips) */
                     const side_fit *w = fit[s].combo_flips ? &fit[s] : &plain;
                     const int64_t c = w->at;
