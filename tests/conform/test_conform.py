@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regression tests of `mxa conform` (Python standard library only).
 
-usage: test_conform.py MXA_BINARY GROUP
+usage: test_conform.py MXA_BINARY GROUP [CRASH_PRELOAD]
 
 Groups (each one ctest test, conform_py_<group>):
   devices   --device lists that open Vulkan devices between tokens (strtok in the loader)
@@ -11,6 +11,9 @@ Groups (each one ctest test, conform_py_<group>):
   shapes    codes/scales of the right size but the wrong shape; a set with no runnable case
   fifo      a FIFO among the vector files: refused, never a hang
   corrupt   corrupted expected outputs / LSE of quantized recipes fail, naming row and element
+  isolate   a run over several backends: one child per backend, one report as from one process; a backend
+            whose child crashes mid-test (CRASH_PRELOAD: tests/conform/crash_attention.c) is a failure and the
+            others are still reported
 """
 import json
 import os
@@ -153,11 +156,11 @@ def test_rule():
     x = path("x.npy")
     npy_write(x, "<f4", (1, 32), [float(i) / 7.0 for i in range(32)])
     for rule in ("q=8.0000001", "q=5.9999999", "q=8.00000000000000000001", "q=-8"):
-        rc, out, err = run(["quantize", x, "--rule", rule])
+        rc, out, err = run(["quantize", x, "--rule", rule, "--device", "cpu"])
         check(rc == 2 and "expected ocp, tfs, uos or q=<x>" in err, "quantize --rule %s refused (exit 2)" % rule,
               show(rc, out, err))
     for rule in ("q=8", "q=6", "q=7.99999999999999999999", "q=6.5"):
-        rc, out, err = run(["quantize", x, "--rule", rule])
+        rc, out, err = run(["quantize", x, "--rule", rule, "--device", "cpu"])
         check(rc == 0, "quantize --rule %s accepted" % rule, show(rc, out, err))
     # the same parser reads a vector's sidecar
     d = write_vectors("vec", "quantize/random/uos")
@@ -413,6 +416,73 @@ def test_corrupt():
     nudge_scale(fsrc2, 1024)
     rc, out, err = run(["conform", "--vectors", fsrc2, "-b", "cpu", "--variants", "none"])
     check(rc == 1 and "fp32 bound" in out, "vectors computed with a scale 1024 ulp off fail", show(rc, out, err))
+
+
+def runs_of(out):
+    doc = json.loads(out)
+    return [(r["id"], r["env"], r["skipped"], r["passed"], r["failed"], [(c["name"], c["status"]) for c in r["cases"]])
+            for r in doc["runs"]], doc
+
+
+def test_isolate():
+    """Several backends: each in a child of its own, results streamed back; a crash leaves the others reported."""
+    sel = ["-o", "quantize/spec,attention/edges/mxattention/causal/nq1-nk1", "--quick"]
+    have = [b for b in ("vulkan", "opencl") if present(b)]
+    # one report, the same as each backend run on its own in this process
+    rc, out, err = run(["conform", "--json"] + sel)
+    check(rc == 0, "conform over every backend exits 0", show(rc, out, err))
+    together, doc = runs_of(out)
+    alone = []
+    for b in ["hip", "vulkan", "opencl", "cpu"]:  # -b names it: an absent one is reported there, not without -b
+        rc, o1, e1 = run(["conform", "-b", b, "--json"] + sel)
+        alone += [r for r, full in zip(runs_of(o1)[0], json.loads(o1)["runs"])
+                  if "absent on this machine" not in full["skip_reason"]]
+    check(together == alone, "the runs over every backend equal each backend's in-process runs, in order",
+          "together %s\nalone %s" % (together, alone))
+    rc, out, err = run(["conform", "--csv", "--device", "cpu," + ",".join(b + ":0" for b in have)] + sel)
+    check(rc == 0 and out.startswith("device,env,device_variant,case") and out.count('\n"cpu",') > 0 and
+          all(('\n"%s:0",' % b) in out for b in have),
+          "--csv over a --device list of several backends", show(rc, out, err))
+    rc, out, err = run(["conform"] + sel)
+    check(rc == 0 and out.count("\nconform: PASS:") == 1 and out.startswith("mxa conform "),
+          "text: one header, one summary", show(rc, out, err))
+    # support over several backends: columns from the children, one matrix
+    rc, out, err = run(["conform", "support", "--json", "-b", ",".join(["cpu"] + have)])
+    try:
+        sup = json.loads(out)
+        ids = [d["id"] for d in sup["devices"]]
+    except ValueError:
+        ids = []
+    check(rc == 0 and "cpu" in ids and all(b + ":0" in ids for b in have), "support over several backends: one matrix",
+          show(rc, out, err))
+    if len(sys.argv) < 4:
+        print("note: no crash preload given; the crash checks did not run")
+        return
+    env = dict(ENV)
+    env["LD_PRELOAD"] = sys.argv[3] + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env["CONFORM_CRASH_BACKEND"] = "cpu"
+    devs = "cpu," + ",".join(b + ":0" for b in have) if have else "cpu,hip:0"
+    rc, out, err = run(["conform", "--device", devs, "-o", "attention/edges/mxattention/causal/nq1-nk1", "--variants",
+                        "none"], env=env)
+    check(rc == 1 and "cpu: skipped: its process crashed: signal 6" in out and "while testing" in out,
+          "the cpu child aborting mid-test is a failure, reported", show(rc, out, err))
+    for b in have:
+        line = [l for l in out.splitlines() if l.startswith("%s:0 " % b) and " passed" in l]
+        check(len(line) == 1 and line[0].split(": ")[1].split()[0] in ("1/1", "2/2"),
+              "... and %s:0 still ran and passed after it" % b, show(rc, out, err))
+    rc, out, err = run(["conform", "--device", devs, "-o", "attention/edges/mxattention/causal/nq1-nk1", "--variants",
+                        "none", "--json"], env=env)
+    try:
+        doc = json.loads(out)
+        crashed = [r for r in doc["runs"] if "crashed" in r["skip_reason"]]
+        ok = rc == 1 and doc["passed"] is False and len(crashed) == 1 and crashed[0]["failed"] == 1
+    except ValueError:
+        ok = False
+    check(ok, "--json: one run says crashed and counts as failed", show(rc, out, err))
+    # a crash in a backend's only process, for comparison: the in-process single-backend run dies with it
+    rc, out, err = run(["conform", "-b", "cpu", "-o", "attention/edges/mxattention/causal/nq1-nk1", "--variants", "none"],
+                       env=env)
+    check(rc != 0 and rc != 1, "(a single backend runs in this process: the abort takes it down, rc %s)" % rc)
 
 
 def main():

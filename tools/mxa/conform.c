@@ -7,9 +7,19 @@
  * switches of DESIGN.md (each in a fresh runtime, restored afterwards).
  * Exit status: 0 everything ran passed (or nothing requested is present, unless
  * --require), 1 a case failed, 2 a usage mistake.
+ *
+ * A run that spans more than one backend runs each backend's part (its device
+ * discovery, its devices and their forced variants) in a child process of its
+ * own with every other GPU backend disabled (isolate.h), which streams its
+ * results back to this process; one report is printed as for a single process.
+ * A driver that aborts or crashes while it loads takes down only its child: that
+ * backend is reported absent ("probe crashed: signal 6 ...", a failure with
+ * --require); one that crashes during its cases is a failure. A single backend
+ * (-b NAME, or --device ids of one backend) runs in this process.
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +27,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "conform.h"
+#include "isolate.h"
 
 /* Switches that may reach another kernel path, per backend (DESIGN.md). */
 const conform_switch conform_switches[] = {
@@ -231,33 +242,38 @@ static int absent(conform_report *rep, const char *id, const char *reason)
     if (!run) return -1;
     snprintf(run->id, sizeof run->id, "%s", id);
     run->status = 1;
+    run->absent = 1;
     snprintf(run->skip_reason, sizeof run->skip_reason, "absent on this machine: %s", reason);
     rep->absent_lines++;
     conform_report_target_end(rep, run);
     return 0;
 }
 
-/* Device ids to test: --device list, else every present device of the -b backends. */
-static int pick_devices(conform_report *rep, mxa_runtime *rt, const char *devices, const char *backends, char ids[][32],
-                        int *nids)
+/* 0 if every name of the -b list is a backend mxa knows, else a usage error. */
+static int check_backends(const char *backends)
+{
+    for (const char *p = backends; p && *p;) {
+        const char *end = strchr(p, ',');
+        const int len = end ? (int)(end - p) : (int)strlen(p);
+        int known = 0;
+        for (int i = 0; known_backends[i]; i++)
+            known |= (int)strlen(known_backends[i]) == len && strncmp(p, known_backends[i], (size_t)len) == 0;
+        if (!known) {
+            cli_error("conform: -b %.*s: unknown backend (expected cpu, vulkan, opencl or hip)", len, p);
+            return CLI_USAGE;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return CLI_OK;
+}
+
+/* Device ids to test: --device list, else every present device of the -b backends
+ * (a named backend without a device is reported absent when report_absent). */
+static int pick_devices(conform_report *rep, mxa_runtime *rt, const char *devices, const char *backends, int report_absent,
+                        char ids[][32], int *nids)
 {
     int nd = 0, nb = 0;
     *nids = 0;
-    mxa_device_count(rt, &nd);
-    mxa_backend_count(rt, &nb);
-    if (backends) { /* every name must be a backend mxa knows */
-        for (const char *p = backends; p && *p;) {
-            const char *end = strchr(p, ',');
-            const int len = end ? (int)(end - p) : (int)strlen(p);
-            int known = 0;
-            for (int i = 0; known_backends[i]; i++) known |= (int)strlen(known_backends[i]) == len && strncmp(p, known_backends[i], (size_t)len) == 0;
-            if (!known) {
-                cli_error("conform: -b %.*s: unknown backend (expected cpu, vulkan, opencl or hip)", len, p);
-                return CLI_USAGE;
-            }
-            p = end ? end + 1 : NULL;
-        }
-    }
     if (devices) {
         /* strtok_r: opening a device runs driver code (the Vulkan loader calls strtok) */
         char buf[256], *save = NULL;
@@ -281,19 +297,297 @@ static int pick_devices(conform_report *rep, mxa_runtime *rt, const char *device
         }
         return CLI_OK;
     }
+    mxa_backend_count(rt, &nb);
+    if (backends) {
+        /* only the named backends load: mxa_backend_get_info probes the one it is asked about, so the
+         * others are skipped by their place in the library's order (checked against the name it gives) */
+        static const char *const order[] = {"hip", "vulkan", "opencl", "cpu"};
+        for (int i = 0; i < nb && *nids < 32; i++) {
+            mxa_backend_info b;
+            if (i < 4 && !in_list(backends, order[i])) continue;
+            if (mxa_backend_get_info(rt, i, &b) || !in_list(backends, b.name)) continue;
+            if (!b.present) {
+                if (report_absent && absent(rep, b.name, b.reason[0] ? b.reason : "no device")) return CLI_FAIL;
+                continue;
+            }
+            for (int d = 0; d < b.device_count && *nids < 32; d++) {
+                if (strcmp(b.name, "cpu") == 0) snprintf(ids[(*nids)++], 32, "cpu");
+                else snprintf(ids[(*nids)++], 32, "%s:%d", b.name, d);
+            }
+        }
+        return CLI_OK;
+    }
+    mxa_device_count(rt, &nd); /* every backend not disabled loads */
     for (int i = 0; i < nd && *nids < 32; i++) {
         mxa_device_info info;
         if (mxa_device_get_info(rt, i, &info)) continue;
-        if (backends && !in_list(backends, info.backend)) continue;
         snprintf(ids[(*nids)++], 32, "%s", info.id);
     }
-    if (backends) /* a named backend with no device: say why */
-        for (int i = 0; i < nb; i++) {
-            mxa_backend_info b;
-            if (mxa_backend_get_info(rt, i, &b) || b.present || !in_list(backends, b.name)) continue;
-            if (absent(rep, b.name, b.reason[0] ? b.reason : "no device")) return CLI_FAIL;
-        }
     return CLI_OK;
+}
+
+/* --------------------------------------------------------- the targets */
+
+/* Every device of ids, then its forced variants. Each finished run goes to fd
+ * (a child's result pipe) when fd >= 0. 0, or -1 when out of memory. */
+static int send_runs(int fd, const conform_report *rep, int *sent, const conform_case_list *cases);
+
+static int test_devices(conform_report *rep, mxa_runtime *rt, char ids[][32], int nids, const conform_case_list *cases,
+                        const conform_opts *o, int fd, int *sent)
+{
+    for (int i = 0; i < nids; i++) {
+        tested_path tested[32];
+        int ntested = 0;
+        if (run_target(rep, rt, ids[i], NULL, tested, &ntested, cases, o)) return -1;
+        if (fd >= 0 && send_runs(fd, rep, sent, cases)) return -1;
+        if (o->variants == 0) continue;
+        char backend[16];
+        const conform_target_run *first = &rep->runs[rep->run_count - 1];
+        if (first->status) continue;
+        snprintf(backend, sizeof backend, "%s", first->backend);
+        for (int sw = 0; sw < conform_switch_count; sw++) {
+            if (strcmp(conform_switches[sw].backend, backend) != 0) continue;
+            if (run_target(rep, rt, ids[i], &conform_switches[sw], tested, &ntested, cases, o)) return -1;
+            if (fd >= 0 && send_runs(fd, rep, sent, cases)) return -1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------ one backend per child */
+
+/* The child's records on its pipe: a run (the struct, then per case its index
+ * in the case list and its result), "devices discovered", a support-matrix
+ * column (device info, then its cells), "done" with the exit status. Parent and child are one binary (fork), so structs go as bytes. */
+enum { REC_RUN = 1, REC_DISCOVERED = 2, REC_END = 3, REC_COLUMN = 4 };
+typedef struct rec_head {
+    int32_t tag, value;
+} rec_head;
+
+static int send_rec(int fd, int tag, int value)
+{
+    const rec_head h = {tag, value};
+    return isolate_write(fd, &h, sizeof h);
+}
+
+static int send_runs(int fd, const conform_report *rep, int *sent, const conform_case_list *cases)
+{
+    for (; *sent < rep->run_count; (*sent)++) {
+        const conform_target_run *run = &rep->runs[*sent];
+        if (send_rec(fd, REC_RUN, run->count) || isolate_write(fd, run, sizeof *run)) return -1;
+        for (int k = 0; k < run->count; k++) {
+            const int32_t index = (int32_t)(run->cases[k] - cases->v);
+            if (isolate_write(fd, &index, sizeof index) || isolate_write(fd, &run->results[k], sizeof run->results[k]))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+typedef struct backend_job {
+    const char *backend;   /* the backend this child tests */
+    const char *devices;   /* its ids of --device (comma-separated), or NULL: discover */
+    int report_absent;     /* -b named it: say so when it has no device */
+    const conform_report *rep;
+    const conform_case_list *cases;
+    const conform_opts *o;
+    int support;           /* mode support: columns of the matrix instead of test runs */
+} backend_job;
+
+/* Support columns gathered from the children. */
+typedef struct support_columns {
+    mxa_device_info infos[32];
+    conform_support_cell *cells; /* 32 x nf, device-major */
+    int n, nf;
+} support_columns;
+
+/* In the child: this backend alone. Every other GPU backend is disabled
+ * through MXA_DISABLE (as mxa probe does), so nothing else loads here. */
+static int backend_child(void *arg, int fd)
+{
+    const backend_job *job = arg;
+    char disable[256];
+    const char *user = getenv("MXA_DISABLE");
+    snprintf(disable, sizeof disable, "%s", user ? user : "");
+    for (int i = 0; known_backends[i]; i++)
+        if (strcmp(known_backends[i], job->backend) != 0 && strcmp(known_backends[i], "cpu") != 0) {
+            const size_t len = strlen(disable);
+            snprintf(disable + len, sizeof disable - len, "%s%s", len ? "," : "", known_backends[i]);
+        }
+    setenv("MXA_DISABLE", disable, 1);
+    conform_report rep = *job->rep; /* format, verbosity, seed: the text lines print from here as they come */
+    rep.runs = NULL, rep.run_count = rep.run_cap = rep.absent_lines = 0;
+    mxa_runtime *rt = NULL;
+    char ids[32][32];
+    int nids = 0, sent = 0, rc;
+    mxa_status st = mxa_runtime_create(NULL, &rt);
+    if (st) rc = cli_library_error("conform: runtime", st);
+    else rc = pick_devices(&rep, rt, job->devices, job->backend, job->report_absent, ids, &nids);
+    if (send_runs(fd, &rep, &sent, job->cases) || send_rec(fd, REC_DISCOVERED, nids)) rc = CLI_FAIL;
+    if (rc == CLI_OK && job->support) {
+        const int nf = conform_support_feature_count();
+        conform_support_cell *col = calloc((size_t)nf, sizeof *col);
+        for (int i = 0; i < nids && rc == CLI_OK; i++) {
+            mxa_device_info info;
+            if (!col) {
+                rc = CLI_FAIL;
+                break;
+            }
+            conform_support_column(rt, ids[i], job->o->seed, &info, col);
+            if (send_rec(fd, REC_COLUMN, nf) || isolate_write(fd, &info, sizeof info) ||
+                isolate_write(fd, col, (size_t)nf * sizeof *col))
+                rc = CLI_FAIL;
+        }
+        free(col);
+    } else if (rc == CLI_OK && test_devices(&rep, rt, ids, nids, job->cases, job->o, fd, &sent)) {
+        rc = CLI_FAIL;
+    }
+    if (send_runs(fd, &rep, &sent, job->cases)) rc = CLI_FAIL;
+    send_rec(fd, REC_END, rc); /* before the runtime goes: a driver that crashes unloading costs nothing */
+    for (int i = 0; i < rep.run_count; i++) {
+        free(rep.runs[i].results);
+        free((void *)rep.runs[i].cases);
+    }
+    free(rep.runs);
+    mxa_runtime_destroy(rt);
+    return rc;
+}
+
+/* The child's records into rep. Sets *discovered / *ended (and *end_rc). -1 when
+ * out of memory or the records are not what a child writes. */
+static int take_runs(conform_report *rep, const isolate_result *res, const conform_case_list *cases, int *discovered,
+                     int *ended, int *end_rc, support_columns *cols)
+{
+    size_t at = 0;
+    *discovered = *ended = 0;
+    while (res->data && at + sizeof(rec_head) <= res->size) {
+        rec_head h;
+        memcpy(&h, res->data + at, sizeof h);
+        at += sizeof h;
+        if (h.tag == REC_DISCOVERED) {
+            *discovered = 1;
+        } else if (h.tag == REC_END) {
+            *ended = 1, *end_rc = h.value;
+        } else if (h.tag == REC_COLUMN) {
+            const size_t bytes = sizeof(mxa_device_info) + (size_t)cols->nf * sizeof(conform_support_cell);
+            if (!cols->cells || h.value != cols->nf || res->size - at < bytes) return -1;
+            if (cols->n < 32) {
+                memcpy(&cols->infos[cols->n], res->data + at, sizeof(mxa_device_info));
+                memcpy(cols->cells + (size_t)cols->n * cols->nf, res->data + at + sizeof(mxa_device_info),
+                       (size_t)cols->nf * sizeof(conform_support_cell));
+                cols->n++;
+            }
+            at += bytes;
+        } else if (h.tag == REC_RUN) {
+            const size_t item = sizeof(int32_t) + sizeof(conform_result);
+            if (h.value < 0 || at + sizeof(conform_target_run) > res->size ||
+                (res->size - at - sizeof(conform_target_run)) / item < (size_t)h.value)
+                return -1;
+            conform_target_run *run = new_run(rep);
+            if (!run) return -1;
+            memcpy(run, res->data + at, sizeof *run);
+            at += sizeof *run;
+            run->cases = NULL, run->results = NULL, run->count = 0;
+            if (h.value > 0) {
+                const conform_case **list = calloc((size_t)h.value, sizeof *list);
+                run->results = calloc((size_t)h.value, sizeof *run->results);
+                run->cases = list;
+                if (!list || !run->results) return -1;
+                for (int k = 0; k < h.value; k++) {
+                    int32_t index;
+                    memcpy(&index, res->data + at, sizeof index);
+                    at += sizeof index;
+                    memcpy(&run->results[k], res->data + at, sizeof run->results[k]);
+                    at += sizeof run->results[k];
+                    if (index < 0 || index >= cases->n) return -1;
+                    list[k] = &cases->v[index];
+                    run->count++;
+                }
+            }
+            if (run->absent) rep->absent_lines++;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Runs each backend's part in a child of its own (devices[b]: its --device ids or NULL). */
+static int test_isolated(conform_report *rep, const char *const *backends, char devices[][256], int count, int report_absent,
+                         const conform_case_list *cases, const conform_opts *o, support_columns *cols)
+{
+    for (int b = 0; b < count; b++) {
+        backend_job job = {backends[b], devices && devices[b][0] ? devices[b] : NULL, report_absent, rep, cases, o, cols != NULL};
+        isolate_result res;
+        if (isolate_run(backend_child, &job, &res)) {
+            cli_error("conform: %s: cannot start a child process: %s", backends[b], strerror(res.code));
+            return CLI_FAIL;
+        }
+        int discovered, ended, end_rc = CLI_OK;
+        support_columns none = {0};
+        const int bad = take_runs(rep, &res, cases, &discovered, &ended, &end_rc, cols ? cols : &none);
+        if (bad) {
+            free(res.data);
+            cli_error("conform: %s: out of memory or a garbled result from its child process", backends[b]);
+            return CLI_FAIL;
+        }
+        if (!ended) { /* the child died: while loading (absent), or while testing (a failure) */
+            char how[160];
+            if (res.exited) snprintf(how, sizeof how, "ended with status %d", res.code);
+            else isolate_describe(&res, how, sizeof how);
+            conform_target_run *run = new_run(rep);
+            if (!run) {
+                free(res.data);
+                return CLI_FAIL;
+            }
+            snprintf(run->id, sizeof run->id, "%s", backends[b]);
+            snprintf(run->backend, sizeof run->backend, "%s", backends[b]);
+            run->status = 1;
+            if (!discovered) {
+                run->absent = 1;
+                rep->absent_lines++;
+                snprintf(run->skip_reason, sizeof run->skip_reason, "absent on this machine: probe %s", how);
+            } else {
+                run->failed = 1;
+                snprintf(run->skip_reason, sizeof run->skip_reason,
+                         "its process %s while testing (the runs it finished are counted)", how);
+            }
+            conform_report_target_end(rep, run);
+        }
+        free(res.data);
+        if (ended && end_rc != CLI_OK) return end_rc; /* a usage mistake or out of memory: as in one process */
+    }
+    return CLI_OK;
+}
+
+/* The backends a run spans, each with its --device ids: 0 and *count when they
+ * are known (count 1: run in this process), -1 when an id names no backend
+ * ("auto", a typo: this process, which reports it as before). */
+static int split_targets(const char *devices, const char *backends, const char *names[4], char ids[4][256], int *count)
+{
+    static const char *const order[] = {"hip", "vulkan", "opencl", "cpu"}; /* the library's */
+    *count = 0;
+    if (!devices) {
+        for (int i = 0; i < 4; i++)
+            if (!backends || in_list(backends, order[i])) names[(*count)++] = order[i], ids[*count - 1][0] = '\0';
+        return 0;
+    }
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", devices);
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        const size_t len = strcspn(t, ":");
+        int b = -1;
+        for (int i = 0; i < 4; i++)
+            if (strlen(order[i]) == len && strncmp(t, order[i], len) == 0) b = i;
+        if (b < 0) return -1;
+        if (backends && !in_list(backends, order[b])) continue; /* as pick_devices: -b filters --device */
+        int g = 0;
+        while (g < *count && strcmp(names[g], order[b]) != 0) g++;
+        if (g == *count) names[(*count)++] = order[b], ids[g][0] = '\0';
+        const size_t used = strlen(ids[g]);
+        snprintf(ids[g] + used, 256 - used, "%s%s", used ? "," : "", t);
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ list */
@@ -348,7 +642,10 @@ static const char summary[] =
     "\"tolerances\") over the other rows.\n\n"
     "Every case's data comes from the seed and its own name: '-o NAME --seed S' reproduces one case\n"
     "of a full run exactly. A requested backend that is absent is reported and skipped (exit 0;\n"
-    "--require makes it a failure). Exit 1 if any case fails.\n\n"
+    "--require makes it a failure). Exit 1 if any case fails, or if no case passed at all.\n"
+    "Over several backends each one runs in a child process of its own: a driver that crashes while\n"
+    "it loads is reported absent (\"probe crashed: signal 6 ...\"), one that crashes during its cases\n"
+    "fails, and the other backends are still tested.\n\n"
     "External vectors (--vectors DIR), one set per <name>:\n"
     "  attention  <name>.q.npy [B,H,Nq,D]  <name>.k.npy / .v.npy [B,Hkv,Nk,D]  <name>.out.npy [B,H,Nq,D]\n"
     "             optional <name>.lse.npy [B,H,Nq]   (float32 or float16; rank 2/3 = leading 1s)\n"
@@ -461,41 +758,52 @@ int cmd_conform(int argc, char **argv)
         goto out;
     }
 
-    mxa_status st;
-    if ((st = mxa_runtime_create(NULL, &rt))) {
-        rc = cli_library_error("conform: runtime", st);
-        goto out;
-    }
+    if ((rc = check_backends(backends))) goto out;
     char ids[32][32];
     int nids = 0, per_device = 0;
     for (int i = 0; i < cases.n; i++) per_device += case_selected(&cases.v[i], &o, 0);
-    if (strcmp(mode, "test") == 0) conform_report_header(&rep, per_device);
-    if ((rc = pick_devices(&rep, rt, devices, backends, ids, &nids))) goto out;
-    if (strcmp(mode, "support") == 0) {
-        const char *idp[32];
-        for (int i = 0; i < nids; i++) idp[i] = ids[i];
-        rc = conform_support(rt, idp, nids, o.seed, format);
-        if (rc == CLI_OK && o.require && rep.absent_lines) rc = CLI_FAIL;
-        goto out;
-    }
-    for (int i = 0; i < nids; i++) {
-        tested_path tested[32];
-        int ntested = 0;
-        if (run_target(&rep, rt, ids[i], NULL, tested, &ntested, &cases, &o)) {
+    const char *groups[4];
+    char group_ids[4][256];
+    int ngroups = 0;
+    const int isolated = split_targets(devices, backends, groups, group_ids, &ngroups) == 0 && ngroups > 1;
+    const int support = strcmp(mode, "support") == 0;
+    if (!support) conform_report_header(&rep, per_device);
+    if (isolated) {
+        /* more than one backend: each in a child of its own, this process loads none of them */
+        support_columns cols = {0};
+        if (support && !(cols.cells = calloc(32 * (size_t)(cols.nf = conform_support_feature_count()), sizeof *cols.cells))) {
+            cli_error("conform: out of memory");
             rc = CLI_FAIL;
             goto out;
         }
-        if (o.variants == 0) continue;
-        mxa_device_info info;
-        const conform_target_run *first = &rep.runs[rep.run_count - 1];
-        if (first->status) continue;
-        snprintf(info.backend, sizeof info.backend, "%s", first->backend);
-        for (int s = 0; s < conform_switch_count; s++)
-            if (strcmp(conform_switches[s].backend, info.backend) == 0 &&
-                run_target(&rep, rt, ids[i], &conform_switches[s], tested, &ntested, &cases, &o)) {
-                rc = CLI_FAIL;
-                goto out;
-            }
+        rc = test_isolated(&rep, groups, devices ? group_ids : NULL, ngroups, backends != NULL, &cases, &o,
+                           support ? &cols : NULL);
+        if (rc == CLI_OK && support) {
+            rc = conform_support_print(cols.infos, cols.cells, cols.n, o.seed, format);
+            for (int i = 0; i < rep.run_count; i++)
+                if (rep.runs[i].failed) rc = CLI_FAIL; /* a backend that crashed while being tested */
+            if (rc == CLI_OK && o.require && rep.absent_lines) rc = CLI_FAIL;
+        }
+        free(cols.cells);
+        if (rc || support) goto out;
+    } else {
+        mxa_status st;
+        if ((st = mxa_runtime_create(NULL, &rt))) {
+            rc = cli_library_error("conform: runtime", st);
+            goto out;
+        }
+        if ((rc = pick_devices(&rep, rt, devices, backends, backends != NULL, ids, &nids))) goto out;
+        if (strcmp(mode, "support") == 0) {
+            const char *idp[32];
+            for (int i = 0; i < nids; i++) idp[i] = ids[i];
+            rc = conform_support(rt, idp, nids, o.seed, format);
+            if (rc == CLI_OK && o.require && rep.absent_lines) rc = CLI_FAIL;
+            goto out;
+        }
+        if (test_devices(&rep, rt, ids, nids, &cases, &o, -1, NULL)) {
+            rc = CLI_FAIL;
+            goto out;
+        }
     }
     int failed = 0, ran = 0, passed = 0;
     for (int i = 0; i < rep.run_count; i++) {

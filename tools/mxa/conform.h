@@ -299,6 +299,7 @@ typedef struct conform_target_run {
     char env[96];            /* "MXA_KERNEL=scalar" or "" */
     int default_bc;
     int status;              /* 0 ran, 1 skipped (absent, duplicate variant, not supported) */
+    int absent;              /* an absent backend or device (or one whose probe crashed): --require fails */
     char skip_reason[CONFORM_MSG_LEN];
     int passed, failed, unsupported, skipped;
     double seconds;
@@ -333,7 +334,20 @@ void conform_json_string(const char *s);
 /* Seeded random blocks quantized on the device, bit-exact against the host model. */
 void conform_quant_support(conform_ctx *ctx, mxa_rule rule, uint64_t seed, conform_result *r);
 
+/* One cell of the support matrix. */
+typedef struct conform_support_cell {
+    char status[48]; /* "yes", "no", "WRONG", "error", or the variant a switch leads to */
+    char message[CONFORM_MSG_LEN];
+} conform_support_cell;
+
+/* The matrix for devices ids on rt: every device's column, then printed. Exit status. */
 int conform_support(mxa_runtime *rt, const char *const *ids, int nids, uint64_t seed, conform_format format);
+/* Its pieces, for a run over several backends whose columns come from child processes:
+ * the number of features (cells per column), one device's column, the print (columns device-major). */
+int conform_support_feature_count(void);
+void conform_support_column(mxa_runtime *rt, const char *id, uint64_t seed, mxa_device_info *info, conform_support_cell *col);
+int conform_support_print(const mxa_device_info *infos, const conform_support_cell *cols, int nids, uint64_t seed,
+                          conform_format format);
 
 /* ------------------------------------------------------------ variants */
 

@@ -29,10 +29,7 @@ typedef struct feature {
     const char *text;
 } feature;
 
-typedef struct cell {
-    char status[48]; /* "yes", "no", "WRONG", "error", or the variant a switch leads to */
-    char message[CONFORM_MSG_LEN];
-} cell;
+typedef conform_support_cell cell;
 
 static int build_features(feature *f, int max)
 {
@@ -146,52 +143,80 @@ static void variant_cell(const char *id, const char *backend, const conform_swit
     conform_env_restore(&sw->env, &saved);
 }
 
-int conform_support(mxa_runtime *rt, const char *const *ids, int nids, uint64_t seed, conform_format format)
+int conform_support_feature_count(void)
+{
+    feature features[96];
+    return build_features(features, 96);
+}
+
+void conform_support_column(mxa_runtime *rt, const char *id, uint64_t seed, mxa_device_info *info, conform_support_cell *col)
 {
     feature features[96];
     const int nf = build_features(features, 96);
+    conform_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.rt = rt;
+    ctx.seed = seed;
+    mxa_status st = mxa_device_open(rt, id, &ctx.dev);
+    if (!st) st = mxa_device_info_of(ctx.dev, &ctx.info);
+    if (st) {
+        for (int i = 0; i < nf; i++) set(&col[i], "error", mxa_last_error_message());
+        memset(info, 0, sizeof *info);
+        snprintf(info->id, sizeof info->id, "%s", id);
+        mxa_device_close(ctx.dev);
+        return;
+    }
+    *info = ctx.info;
+    for (int i = 0; i < nf; i++) {
+        cell *c = &col[i];
+        const feature *f = &features[i];
+        if (f->kind == F_VARIANT) continue; /* after closing: a fresh runtime each */
+        if (f->kind == F_RULE) {
+            conform_result r;
+            memset(&r, 0, sizeof r);
+            mxa_rule rule;
+            mxa_rule_parse(f->text, &rule);
+            conform_quant_support(&ctx, rule, conform_case_seed(seed, f->name), &r);
+            set(c, r.status == CONFORM_PASS ? "yes" : r.status == CONFORM_UNSUPPORTED ? "no" : "WRONG", r.message);
+        } else {
+            attention_cell(&ctx, f, c);
+        }
+    }
+    mxa_device_close(ctx.dev);
+    for (int i = 0; i < nf; i++)
+        if (features[i].kind == F_VARIANT) variant_cell(id, ctx.info.backend, &conform_switches[features[i].arg], &col[i]);
+}
+
+int conform_support(mxa_runtime *rt, const char *const *ids, int nids, uint64_t seed, conform_format format)
+{
+    const int nf = conform_support_feature_count();
     mxa_device_info infos[MAX_DEV];
-    cell *cells = calloc((size_t)(nf * (nids ? nids : 1)), sizeof *cells);
+    cell *cols = calloc((size_t)(nf * (nids ? nids : 1)), sizeof *cols);
+    if (!cols) {
+        cli_error("conform: out of memory");
+        return CLI_FAIL;
+    }
+    if (nids > MAX_DEV) nids = MAX_DEV;
+    for (int d = 0; d < nids; d++) conform_support_column(rt, ids[d], seed, &infos[d], cols + (size_t)d * nf);
+    const int rc = conform_support_print(infos, cols, nids, seed, format);
+    free(cols);
+    return rc;
+}
+
+int conform_support_print(const mxa_device_info *infos, const conform_support_cell *cols, int nids, uint64_t seed,
+                          conform_format format)
+{
+    feature features[96];
+    const int nf = build_features(features, 96);
     int rc = CLI_OK;
+    /* the matrix, feature-major */
+    cell *cells = calloc((size_t)(nf * (nids ? nids : 1)), sizeof *cells);
     if (!cells) {
         cli_error("conform: out of memory");
         return CLI_FAIL;
     }
-    for (int d = 0; d < nids && d < MAX_DEV; d++) {
-        conform_ctx ctx;
-        memset(&ctx, 0, sizeof ctx);
-        ctx.rt = rt;
-        ctx.seed = seed;
-        mxa_status st = mxa_device_open(rt, ids[d], &ctx.dev);
-        if (!st) st = mxa_device_info_of(ctx.dev, &ctx.info);
-        if (st) {
-            for (int i = 0; i < nf; i++) set(&cells[i * nids + d], "error", mxa_last_error_message());
-            memset(&infos[d], 0, sizeof infos[d]);
-            snprintf(infos[d].id, sizeof infos[d].id, "%s", ids[d]);
-            mxa_device_close(ctx.dev);
-            continue;
-        }
-        infos[d] = ctx.info;
-        for (int i = 0; i < nf; i++) {
-            cell *c = &cells[i * nids + d];
-            const feature *f = &features[i];
-            if (f->kind == F_VARIANT) continue; /* after closing: a fresh runtime each */
-            if (f->kind == F_RULE) {
-                conform_result r;
-                memset(&r, 0, sizeof r);
-                mxa_rule rule;
-                mxa_rule_parse(f->text, &rule);
-                conform_quant_support(&ctx, rule, conform_case_seed(seed, f->name), &r);
-                set(c, r.status == CONFORM_PASS ? "yes" : r.status == CONFORM_UNSUPPORTED ? "no" : "WRONG", r.message);
-            } else {
-                attention_cell(&ctx, f, c);
-            }
-        }
-        mxa_device_close(ctx.dev);
-        for (int i = 0; i < nf; i++)
-            if (features[i].kind == F_VARIANT)
-                variant_cell(ids[d], ctx.info.backend, &conform_switches[features[i].arg], &cells[i * nids + d]);
-    }
+    for (int d = 0; d < nids; d++)
+        for (int i = 0; i < nf; i++) cells[i * nids + d] = cols[(size_t)d * nf + i];
     for (int i = 0; i < nf * nids; i++)
         if (strcmp(cells[i].status, "WRONG") == 0 || strcmp(cells[i].status, "error") == 0) rc = CLI_FAIL;
 
