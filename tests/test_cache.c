@@ -2,7 +2,6 @@
  * the current user alone could have written are trusted. */
 #define _GNU_SOURCE /* SEEK_HOLE */
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,33 +15,25 @@
 
 #include <cmocka.h>
 
+#include "fstree.h"
 #include "runtime/cache.h"
 
-static char root[256]; /* a fresh temporary directory per run */
-static char dir[320];  /* the cache directory under it (created by mxa_cache_store) */
+static char dir[520]; /* the cache directory, inside a fresh temporary tree (created by mxa_cache_store) */
 
 static int setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(root, sizeof root, "%s/mxa-cache-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(root)) return -1;
-    snprintf(dir, sizeof dir, "%s/nested/dir", root);
+    if (!fst_begin()) return -1;
+    snprintf(dir, sizeof dir, "%s", fst_path("nested/dir"));
     setenv("MXA_CACHE_DIR", dir, 1);
     return 0;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
 }
 
 static int teardown(void **state)
 {
     (void)state;
     chmod(dir, 0700); /* a test may have left it refused */
-    return nftw(root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    return fst_end();
 }
 
 /* The cache's log lines, captured at info level: the worst level seen and the last line. */

@@ -1,5 +1,7 @@
-/* Fake directory trees for the tests of the pre-load checks. */
+/* Temporary directory trees for tests (fstree.h). */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,17 +13,24 @@ static char root[256];
 
 const char *fst_begin(void)
 {
-    snprintf(root, sizeof root, "/tmp/mxa-fstree-XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(root, sizeof root, "%s/mxa-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     return mkdtemp(root);
 }
 
-void fst_end(void)
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    char cmd[320];
-    if (!root[0]) return;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+int fst_end(void)
+{
+    if (!root[0]) return 0;
+    const int rc = nftw(root, remove_one, 16, FTW_DEPTH | FTW_PHYS); /* links are removed, not followed */
+    if (rc) fprintf(stderr, "could not remove %s\n", root);
     root[0] = '\0';
+    return rc;
 }
 
 const char *fst_path(const char *rel)

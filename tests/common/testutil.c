@@ -81,3 +81,17 @@ mxa_tensor tu_tensor(float *data, int64_t b, int64_t h, int64_t n, int64_t d)
     mxa_tensor_init(&t, MXA_F32, b, h, n, d, data);
     return t;
 }
+
+mxa_status tu_small_attention(mxa_device *dev, uint64_t seed)
+{
+    float q[64], k[64], v[64], o[64];
+    tu_rng r = {seed};
+    tu_fill_normal(&r, q, 64, 1.0f);
+    tu_fill_normal(&r, k, 64, 1.0f);
+    tu_fill_normal(&r, v, 64, 1.0f);
+    mxa_tensor tq = tu_tensor(q, 1, 1, 2, 32), tk = tu_tensor(k, 1, 1, 2, 32), tv = tu_tensor(v, 1, 1, 2, 32),
+               to = tu_tensor(o, 1, 1, 2, 32);
+    mxa_attention_desc desc;
+    mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION);
+    return mxa_attention(dev, &desc, &tq, &tk, &tv, &to, NULL, NULL);
+}

@@ -30,4 +30,8 @@ double tu_max_abs_diff(const float *a, const float *b, int64_t n);
 /* A contiguous float32 host tensor over `data`. */
 mxa_tensor tu_tensor(float *data, int64_t b, int64_t h, int64_t n, int64_t d);
 
+/* One small mxattention call (2 queries, 2 keys, D = 32, seeded normal data) on dev:
+ * for tests that need a device to have really run something. */
+mxa_status tu_small_attention(mxa_device *dev, uint64_t seed);
+
 #endif

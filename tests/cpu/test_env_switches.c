@@ -147,16 +147,7 @@ static void test_cpu_device(void **state)
         mxa_device *dev = NULL;
         assert_int_equal(mxa_runtime_create(NULL, &rt), MXA_OK);
         assert_int_equal(mxa_device_open(rt, "cpu", &dev), MXA_OK);
-        float q[64], k[64], v[64], o[64];
-        tu_rng r = {3};
-        tu_fill_normal(&r, q, 64, 1.0f);
-        tu_fill_normal(&r, k, 64, 1.0f);
-        tu_fill_normal(&r, v, 64, 1.0f);
-        mxa_tensor tq = tu_tensor(q, 1, 1, 2, 32), tk = tu_tensor(k, 1, 1, 2, 32), tv = tu_tensor(v, 1, 1, 2, 32),
-                   to = tu_tensor(o, 1, 1, 2, 32);
-        mxa_attention_desc desc;
-        mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION);
-        assert_int_equal(mxa_attention(dev, &desc, &tq, &tk, &tv, &to, NULL, NULL), MXA_OK);
+        assert_int_equal(tu_small_attention(dev, 3), MXA_OK);
         mxa_device_close(dev);
         mxa_runtime_destroy(rt);
     }

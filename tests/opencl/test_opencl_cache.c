@@ -8,9 +8,7 @@
  * A binary that crashes the driver (PoCL 3.1 asserts or segfaults on a truncated one with a
  * valid checksum) can take down the run that hands it over, but not the next one.
  */
-#define _XOPEN_SOURCE 700 /* nftw */
 #include <dirent.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +24,7 @@
 #include <cmocka.h>
 
 #include "cl_test_common.h"
+#include "fstree.h"
 #include "runtime/cache.h"
 #include "testutil.h"
 
@@ -36,23 +35,17 @@ static char cache_dir[256];
 static int setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(cache_dir, sizeof cache_dir, "%s/mxa-cl-cache-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(cache_dir)) return -1;
+    const char *root = fst_begin();
+    if (!root) return -1;
+    snprintf(cache_dir, sizeof cache_dir, "%s", root);
     setenv("MXA_CACHE_DIR", cache_dir, 1);
     return 0;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    return nftw(cache_dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    return fst_end();
 }
 
 /* One attention call on a fresh runtime and device, checked against the reference at the
