@@ -246,6 +246,9 @@ static void test_buffers(void **state)
     assert_int_equal(mxa_buffer_create(f->dev, 64, &buf), MXA_OK);
     assert_int_equal(mxa_buffer_upload(buf, 60, data, 8), MXA_ERR_INVALID_ARGUMENT);
     assert_int_equal(mxa_buffer_upload(buf, SIZE_MAX, data, 8), MXA_ERR_INVALID_ARGUMENT);
+    /* an end past SIZE_MAX is named by offset and size, not as a wrapped-around range ("[8, 3)") */
+    assert_int_equal(mxa_buffer_download(buf, 8, back, SIZE_MAX - 4), MXA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(mxa_last_error_message(), "bytes at offset 8 do not fit the 64-byte buffer"));
     assert_int_equal(mxa_buffer_download(buf, 0, NULL, 8), MXA_ERR_INVALID_ARGUMENT);
     assert_int_equal(mxa_buffer_upload(buf, 8, data, 6), MXA_OK);
     assert_int_equal(mxa_buffer_download(buf, 8, back, 6), MXA_OK);
@@ -273,6 +276,10 @@ static void test_buffers(void **state)
     assert_memory_equal(got, f->o, qn);
     q.offset = 4; /* does not fit its buffer any more */
     assert_int_equal(mxa_attention(f->dev, &f->desc, &q, &k, &v, &o, NULL, NULL), MXA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(mxa_last_error_message(), "do not fit"));
+    q.offset = 2; /* misaligned: said so, not "do not fit" */
+    assert_int_equal(mxa_attention(f->dev, &f->desc, &q, &k, &v, &o, NULL, NULL), MXA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(mxa_last_error_message(), "offset 2 is not a multiple of 4"));
     q.offset = 0;
     mxa_buffer *small;
     assert_int_equal(mxa_buffer_create(f->dev, qn - 4, &small), MXA_OK);
