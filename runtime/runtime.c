@@ -8,6 +8,7 @@
 #include "log.h"
 #include "runtime_internal.h"
 #include "status.h"
+#include "text.h"
 
 typedef struct backend_entry {
     const char *name;
@@ -106,7 +107,9 @@ static void slot_probe(mxa_runtime *rt, mxa_backend_slot *slot)
             d->index = i;
             if (strcmp(name, "cpu") == 0) snprintf(d->id, sizeof d->id, "cpu");
             else snprintf(d->id, sizeof d->id, "%s:%d", name, i);
+            mxa_device_info_sanitize(d); /* names and versions are the driver's bytes */
         }
+        mxa_text_sanitize(info->reason); /* may quote a driver's or dlerror's text */
         MXA_LOG_I("backend %s: %s", name, info->present ? "present" : info->reason);
         slot->probed = 1;
         mxa_clear_error();

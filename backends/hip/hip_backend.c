@@ -75,7 +75,6 @@ static mxa_status probe_one(mxa_hip_api *api, int ordinal, mxa_probed_device *pd
     snprintf(info->variant_reason, sizeof info->variant_reason, "%s", data->choice.reason);
     info->default_bc = data->choice.default_bc;
     info->score = data->choice.score;
-    mxa_device_info_sanitize(info); /* the name and arch are the runtime's bytes */
     mxa_hip_api_retain(api);
     data->api = api;
     data->ordinal = ordinal;
@@ -133,7 +132,6 @@ static mxa_status hip_probe(mxa_probed_device *devices, int max_devices, int *co
     }
     if (found > 0) snprintf(reason, reason_size, "%d AMD GPU(s) through %s", found, api->hip_path);
 out:
-    mxa_text_sanitize(reason); /* may quote the runtime's error strings */
     *count = found;
     mxa_hip_api_release(api);
     return st;

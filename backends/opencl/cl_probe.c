@@ -219,7 +219,6 @@ static int describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_
     else if (dd->type & CL_DEVICE_TYPE_GPU) info->score = dd->variant == CL_VARIANT_MMA_PTX ? 120 : 100;
     else if (dd->type & CL_DEVICE_TYPE_ACCELERATOR) info->score = 50;
     else info->score = -10;
-    mxa_device_info_sanitize(info);
     out->probe_data = dd;
     return 1;
 }

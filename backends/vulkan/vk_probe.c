@@ -9,7 +9,6 @@
 
 #include "vk_common.h"
 #include "../../runtime/status.h"
-#include "../../runtime/text.h"
 
 #define VK_DEFAULT_BC 64
 
@@ -265,7 +264,6 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     snprintf(info->variant, sizeof info->variant, "%s", variant);
     info->default_bc = VK_DEFAULT_BC;
     info->score = device_score(data);
-    mxa_device_info_sanitize(info); /* name and driver strings are the driver's bytes */
 out:
     free(qf);
     free(ext.props);
