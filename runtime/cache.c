@@ -92,12 +92,15 @@ static mxa_status check_dir(const char *dir, mxa_status refused)
     return mxa_fail(refused, "cache directory %s refused: %s", dir, why);
 }
 
-/* Why an open entry is refused before any byte of it is read (NULL: read it). */
-static const char *check_entry(int fd, const struct stat *st, uint64_t min_size)
+/* Why an open entry is refused before any byte of it is read (NULL: read it); *foreign
+ * says the file is not one mxa wrote (another kind of file, or another writer). */
+static const char *check_entry(int fd, const struct stat *st, uint64_t min_size, int *foreign)
 {
+    *foreign = 1;
     if (!S_ISREG(st->st_mode)) return "not a regular file"; /* a FIFO would block the read */
     const char *why = untrusted(st);
     if (why) return why;
+    *foreign = 0;
     if ((uint64_t)st->st_size < min_size) return "truncated header";
 #ifdef SEEK_HOLE
     /* mxa writes every byte; a hole means a crafted file whose size costs nothing on disk */
@@ -121,7 +124,8 @@ mxa_status mxa_cache_load(const char *kind, const char *key, void **data, size_t
     const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return mxa_fail(MXA_ERR_NOT_FOUND, "no cache entry %s", path);
     struct stat fst;
-    const char *why = fstat(fd, &fst) != 0 ? "cannot stat" : check_entry(fd, &fst, sizeof(cache_header));
+    int foreign = 0;
+    const char *why = fstat(fd, &fst) != 0 ? "cannot stat" : check_entry(fd, &fst, sizeof(cache_header), &foreign);
     FILE *f = why ? NULL : fdopen(fd, "rb");
     if (!why && !f) why = "cannot open";
     if (!f) close(fd);
@@ -151,8 +155,6 @@ mxa_status mxa_cache_load(const char *kind, const char *key, void **data, size_t
     if (why) {
         free(payload);
         /* corruption is routine (a killed writer, a full disk); a foreign file is not */
-        const int foreign = !strcmp(why, "not a regular file") || !strncmp(why, "not owned", 9) ||
-                            !strncmp(why, "writable", 8);
         mxa_log(foreign ? MXA_LOG_WARN : MXA_LOG_INFO, "cache: ignoring %s (%s); it will be rebuilt", path, why);
         return mxa_fail(MXA_ERR_NOT_FOUND, "cache entry %s is unusable: %s", path, why);
     }
