@@ -401,20 +401,11 @@ typedef struct support_columns {
     int n, nf;
 } support_columns;
 
-/* In the child: this backend alone. Every other GPU backend is disabled
- * through MXA_DISABLE (as mxa probe does), so nothing else loads here. */
+/* In the child: this backend alone (isolate_only_backend), so nothing else loads here. */
 static int backend_child(void *arg, int fd)
 {
     const backend_job *job = arg;
-    char disable[256];
-    const char *user = getenv("MXA_DISABLE");
-    snprintf(disable, sizeof disable, "%s", user ? user : "");
-    for (int i = 0; known_backends[i]; i++)
-        if (strcmp(known_backends[i], job->backend) != 0 && strcmp(known_backends[i], "cpu") != 0) {
-            const size_t len = strlen(disable);
-            snprintf(disable + len, sizeof disable - len, "%s%s", len ? "," : "", known_backends[i]);
-        }
-    setenv("MXA_DISABLE", disable, 1);
+    isolate_only_backend(job->backend);
     conform_report rep = *job->rep; /* format, verbosity, seed: the text lines print from here as they come */
     rep.runs = NULL, rep.run_count = rep.run_cap = rep.absent_lines = 0;
     mxa_runtime *rt = NULL;

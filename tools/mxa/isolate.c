@@ -10,6 +10,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+void isolate_only_backend(const char *backend)
+{
+    static const char *const gpu_backends[] = {"hip", "vulkan", "opencl"};
+    char disable[256];
+    const char *user = getenv("MXA_DISABLE");
+    snprintf(disable, sizeof disable, "%s", user ? user : "");
+    for (size_t i = 0; i < sizeof gpu_backends / sizeof gpu_backends[0]; i++)
+        if (strcmp(gpu_backends[i], backend) != 0) {
+            const size_t len = strlen(disable);
+            snprintf(disable + len, sizeof disable - len, "%s%s", len ? "," : "", gpu_backends[i]);
+        }
+    setenv("MXA_DISABLE", disable, 1);
+}
+
 int isolate_write(int fd, const void *buf, size_t size)
 {
     const char *p = buf;

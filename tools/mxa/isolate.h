@@ -30,6 +30,11 @@ int isolate_run(int (*fn)(void *arg, int fd), void *arg, isolate_result *out);
  * "crashed: signal 6 (SIGABRT; an LLVM option clash between two drivers?)". */
 const char *isolate_describe(const isolate_result *r, char *buf, size_t size);
 
+/* In a child: leaves only `backend` (and the CPU, which always loads) to the
+ * runtimes this process creates, by adding every other GPU backend to
+ * MXA_DISABLE (the user's own list is kept). */
+void isolate_only_backend(const char *backend);
+
 /* Writes all of buf to fd (retrying short writes); 0 or -1. */
 int isolate_write(int fd, const void *buf, size_t size);
 

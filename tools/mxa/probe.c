@@ -304,22 +304,14 @@ typedef struct backend_report {
 /* In the library's order, which "auto" uses to break ties. */
 static const char *const backend_names[] = {"hip", "vulkan", "opencl", "cpu"};
 
-/* In the child: this backend alone. Every other one is disabled through
- * MXA_DISABLE, so the what-if runtimes below load nothing else either. */
+/* In the child: this backend alone (isolate_only_backend), so the what-if
+ * runtimes below load nothing else either. */
 static int probe_one(void *arg, int fd)
 {
     const int index = *(const int *)arg;
     const char *name = backend_names[index];
     alarm(120); /* a driver that hangs in its probe is reported, not waited for forever */
-    char disable[256];
-    const char *user = getenv("MXA_DISABLE");
-    snprintf(disable, sizeof disable, "%s", user ? user : "");
-    for (int i = 0; i < CLI_COUNT(backend_names); i++)
-        if (i != index && strcmp(backend_names[i], "cpu") != 0) {
-            const size_t len = strlen(disable);
-            snprintf(disable + len, sizeof disable - len, "%s%s", len ? "," : "", backend_names[i]);
-        }
-    setenv("MXA_DISABLE", disable, 1);
+    isolate_only_backend(name);
     backend_report *r = calloc(1, sizeof *r);
     mxa_runtime *rt = NULL;
     int nd = 0, nb = 0, found = 0;
