@@ -97,7 +97,7 @@ int cmd_demo(int argc, char **argv)
         /* Row sums from the reference at the Bc the device used, each recipe at its own
          * placement. Without P quantization they are 1 by construction: skip the run. */
         if (!(r->desc.quantize & MXA_QUANT_P)) r->sums = (cli_row_stats){1.0, 1.0, 1.0, 0.0, rows, 0};
-        else if (cli_reference_row_sums(&r->desc, r->info.bc, r->desc.placement, &tq, &tk, &tv, &r->sums)) goto out;
+        else if (cli_reference_row_sums(&r->desc, r->info.bc, r->desc.placement, &tq, &tk, &tv, &r->sums, NULL)) goto out;
     }
 
     mxa_device_info di;

@@ -6,11 +6,12 @@
 #include "measure.h"
 
 int cli_reference_row_sums(const mxa_attention_desc *desc, int bc, mxa_placement placement, const mxa_tensor *q,
-                           const mxa_tensor *k, const mxa_tensor *v, cli_row_stats *out)
+                           const mxa_tensor *k, const mxa_tensor *v, cli_row_stats *out, float *o)
 {
     int rc = CLI_FAIL;
     const int64_t rows = q->shape[0] * q->shape[1] * q->shape[2], d = q->shape[3];
-    float *o = malloc((size_t)(rows * d) * sizeof(float)), *sums = malloc((size_t)rows * sizeof(float));
+    float *own = o ? NULL : malloc((size_t)(rows * d) * sizeof(float)), *sums = malloc((size_t)rows * sizeof(float));
+    if (!o) o = own;
     mxa_tensor to;
     mxa_status st;
     if (!o || !sums) {
@@ -31,7 +32,7 @@ int cli_reference_row_sums(const mxa_attention_desc *desc, int bc, mxa_placement
     *out = cli_row_sums(sums, rows);
     rc = CLI_OK;
 out:
-    free(o);
+    free(own);
     free(sums);
     return rc;
 }

@@ -9,9 +9,10 @@
 #include "cli.h"
 
 /** Row-sum statistics of the reference run with `desc`'s switches, the given
- *  placement and key-tile size `bc` (the Bc the device used). Prints the error. */
+ *  placement and key-tile size `bc` (the Bc the device used); that run's output
+ *  goes to `o` (q's element count, float32) unless it is NULL. Prints the error. */
 int cli_reference_row_sums(const mxa_attention_desc *desc, int bc, mxa_placement placement, const mxa_tensor *q,
-                           const mxa_tensor *k, const mxa_tensor *v, cli_row_stats *out);
+                           const mxa_tensor *k, const mxa_tensor *v, cli_row_stats *out, float *o);
 
 /** Writes "quantize qk,v,p" style text for a quantize bit set ("none" for 0). */
 void cli_quantize_text(uint32_t bits, char *buf, size_t size);
