@@ -13,6 +13,7 @@
 #include <volk.h>
 
 #include "../../runtime/backend.h"
+#include "vk_select.h"
 
 /* ---- definitions the Debian 1.3.239 headers lack (VK_KHR_cooperative_matrix) ---- */
 #define MXA_VK_KHR_COOPMAT_NAME "VK_KHR_cooperative_matrix"
@@ -65,6 +66,7 @@ typedef struct vk_probe_data {
     uint32_t queue_family;
     uint32_t c_map, a_from_c;     /* the fragment map (MXA_VK_F_FRAGMENT_MAP), as attn_coopmat_nv_reg.comp takes it */
     char layout_note[96];         /* what the coopmat fragment-layout check found */
+    vk_caps caps;                 /* the capability record kernel selection reads (vk_select.h) */
 } vk_probe_data;
 
 /* A device buffer (what mxa_buffer handles point to). */
@@ -88,16 +90,25 @@ typedef enum vk_kernel {
     VK_K_ATTN_COOPMAT_NV_REG,
     VK_K_ATTN_COOPMAT_NV_I8,
     VK_K_COOPMAT_LAYOUT,
+    VK_K_ATTN_COOPMAT_KHR,
+    VK_K_ATTN_COOPMAT_KHR_I8,
+    VK_K_ATTN_COOPMAT_KHR_SMEM,
+    VK_K_ATTN_COOPMAT_KHR_SMEM_I8,
+    VK_K_COOPMAT_LAYOUT_KHR,
+    VK_K_ATTN_INTDOT,
+    VK_K_PREP_V_I8,
+    VK_K_PEAK_INTDOT,
     VK_K_COUNT
 } vk_kernel;
 
 #define VK_MAX_BINDINGS 8
-#define VK_SPEC_COUNT 7 /* specialization constants 0..6 of every pipeline */
+#define VK_SPEC_COUNT 13 /* specialization constants 0..12 of every pipeline */
 #define VK_MAX_TIMESTAMPS 16 /* start, one after each dispatch (debug log), end */
 
 typedef struct vk_pipeline {
     vk_kernel kernel;
     int32_t spec[VK_SPEC_COUNT];
+    uint32_t subgroup_size; /* required subgroup size, 0 = the driver's choice */
     VkPipeline pipeline;
 } vk_pipeline;
 
