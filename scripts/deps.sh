@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages mxa builds and tests with, if any is missing.
-# Needs root or sudo. Safe to run again: installs nothing when all are present.
+# Installs the Debian 12 packages mxa builds and tests with, if any is missing, then
+# glslang 13 for the KHR cooperative-matrix shaders (scripts/glslang13.sh, from PyPI).
+# Needs root or sudo for apt. Safe to run again: installs nothing when all are present.
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config clang llvm libclang-rt-dev   # gcc + clang, libFuzzer/sanitizer runtimes
@@ -17,10 +18,17 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  echo "deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "deps: installing ${missing[*]}"
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# Not fatal: without it everything but the KHR Vulkan shader variants still builds.
+if ! "$(dirname "$0")/glslang13.sh"; then
+  echo "deps: WARNING: glslang 13 could not be installed (no network to PyPI?):" >&2
+  echo "deps: WARNING: the KHR cooperative-matrix Vulkan kernels will not be built." >&2
+  echo "deps: WARNING: run scripts/glslang13.sh again later, or configure with -DMXA_GLSLANG_KHR=<glslangValidator >= 13>." >&2
+fi
