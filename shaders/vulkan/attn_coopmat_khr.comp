@@ -1,0 +1,389 @@
+#version 450
+// Attention on VK_KHR_cooperative_matrix with the online softmax in registers
+// (FlashAttention-2 style), for any driver whose 16-row fragments have the quad layout
+// of tensor-core MMAs (measured per device by coopmat_layout_khr.comp): lane L (g = L / 4,
+// t = L % 4) holds rows g and g + 8 and columns 2t, 2t + 1 (and 2t + 8, 2t + 9 in a
+// 16-column matrix). The matrix shapes are the device's enumerated configurations,
+// passed as specialization constants:
+//   S = Q K^T: 16 x SN x SK (SN 16 or 8; int8 SK 32 or 16, fp16 SK 16 or 8)
+//   O += P V:  16 x PN x 16 on fp16 (PN 16 or 8)
+// Inputs are the exact MXFP4 values of prep_qk.comp / prep_v.comp, so every product is
+// exact; only fp32 summation order differs from the reference.
+//
+// The element order within a lane arrives as specialization constants, 3 bits per element
+// (bit 0 column + 1, bit 1 row + 8, bit 2 column + 8): S_MAP for the 16 x SN accumulator,
+// O_MAP for the 16 x PN accumulator, A_MAP for the fp16 16 x 16 A matrix, so P moves from
+// the S accumulators into A matrices without leaving registers.
+//
+// Workgroup: WARPS subgroups of 32, 16 query rows each. Per key tile (BC = 64) the
+// workgroup copies K (keys x D) and V^T (D x keys) into shared memory with 16-byte loads,
+// fetched into registers one tile ahead so the loads overlap the previous tile's math;
+// each subgroup computes S = Q K^T, scales it to log2 units and masks it, takes row maxima
+// with quad shuffles, P~ = 2^(S - m), P^ = MXFP4(P~) per 32-key block, rescales O by alpha
+// and accumulates O += (2^12 P^) V. The recipe's P quantization, PNQ and rounding rule are
+// a specialization constant (MODE), so each pipeline carries only its own softmax.
+//
+// S_INT8: S from int8 products on prep_qk.comp's OUT_I8 form (2 x E2M1), one 32-wide MXFP4
+// block per 32 / SK chained products, exact in int32. A subgroup whose 16 query rows and
+// the tile's keys are all narrow (prep_qk.comp) sums all of D in one int32 chain; otherwise
+// each block's product is scaled by its two block scales in fp32.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#extension GL_EXT_control_flow_attributes : require
+#ifdef S_INT8
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#endif
+#include "mxfp4.glsl"
+
+layout(constant_id = 0) const int D = 128;
+layout(constant_id = 1) const int BC = 64; // two 32-key P blocks per tile
+layout(constant_id = 2) const int WARPS = 4;
+layout(local_size_x_id = 3) in;
+layout(constant_id = 4) const int MODE = 3; // bit 0: quantize P, bit 1: PNQ (l sums P^), bit 2: the ceiling rule
+layout(constant_id = 6) const int SN = 16;
+#ifdef S_INT8
+layout(constant_id = 7) const int SK = 32;
+#else
+layout(constant_id = 7) const int SK = 16;
+#endif
+layout(constant_id = 8) const int PN = 16;
+layout(constant_id = 10) const int S_MAP = 0xFAC688; // codes 0..7 in order
+layout(constant_id = 11) const int O_MAP = 0xFAC688;
+layout(constant_id = 12) const int A_MAP = 0xFAC688;
+const bool QUANT_P = (MODE & 1) != 0;
+const bool HAT_SUM = (MODE & 3) == 3;
+const uint KIND = uint(MODE >> 2) & 1u;
+const float LOG2E = 1.4426950408889634;
+const int NE_S = SN / 2;     // S accumulator elements per lane
+const int NE_O = PN / 2;     // O accumulator elements per lane
+const int KT = BC / SN;      // S tiles per key tile
+const int TPB = 32 / SN;     // S tiles per 32-key P block
+const int DT = D / PN;       // O accumulators
+const int THREADS = WARPS * 32;
+#ifdef S_INT8
+const int NB = D / 32;       // Q/K blocks per row, one scale each
+const int KW = D / 16;       // uvec4 per K row (16 int8)
+const int CW = SK / 16;      // uvec4 per Q/K chunk of SK values
+const int CPB = 32 / SK;     // chunks per MXFP4 block
+#else
+const int NB = 1;            // one scale per Q/K row
+const int KW = D / 8;        // uvec4 per K row (8 halves)
+const int CW = SK / 8;
+#endif
+const int NCH = D / SK;      // Q chunks (A matrices)
+const int KSTR = KW + 1;     // sK row stride in uvec4; the +1 spreads fragment rows over banks
+const int VSTR = BC / 8 + 1; // sV row stride in uvec4
+const int PER_THREAD = BC * D / 8 / THREADS;   // uvec4 of V^T each invocation copies per tile
+const int PER_THREAD_K = BC * KW / THREADS;    // and of K
+const int PER_THREAD_S = (BC * NB + THREADS - 1) / THREADS; // and of the K scales
+const float P_SCALE = 4096.0; // P^ <= 1: 2^12 keeps blocks down to 2^-36 exact in fp16
+
+#ifdef S_INT8
+#define QK_T int8_t
+#define QK_ACC int32_t
+#else
+#define QK_T float16_t
+#define QK_ACC float
+#endif
+#define SACC coopmat<QK_ACC, gl_ScopeSubgroup, 16, SN, gl_MatrixUseAccumulator>
+#define SACCF coopmat<float, gl_ScopeSubgroup, 16, SN, gl_MatrixUseAccumulator>
+#define QMAT coopmat<QK_T, gl_ScopeSubgroup, 16, SK, gl_MatrixUseA>
+#define KMAT coopmat<QK_T, gl_ScopeSubgroup, SK, SN, gl_MatrixUseB>
+#define PMAT coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define VMAT coopmat<float16_t, gl_ScopeSubgroup, 16, PN, gl_MatrixUseB>
+#define OACC coopmat<float, gl_ScopeSubgroup, 16, PN, gl_MatrixUseAccumulator>
+
+layout(std430, binding = 0) readonly buffer QB { uvec4 q4[]; };    // [b*h, nq_pad, D] fp16 or int8
+layout(std430, binding = 1) readonly buffer KB { uvec4 k4[]; };    // [b*hkv, nk_pad, D] fp16 or int8
+layout(std430, binding = 2) readonly buffer VB { uvec4 v4[]; };    // [b*hkv, D, nk_pad] fp16 (V^T)
+layout(std430, binding = 3) readonly buffer QS { float qscale[]; }; // [b*h, nq_pad, NB]
+layout(std430, binding = 4) readonly buffer KS { float kscale[]; }; // [b*hkv, nk_pad, NB]
+layout(std430, binding = 5) readonly buffer VS { float vscale[]; }; // [b*hkv, D]
+layout(std430, binding = 6) writeonly buffer OB { float o[]; };
+layout(std430, binding = 7) writeonly buffer LB { float lse[]; };
+
+layout(push_constant) uniform P { // quant_p, pnq, kind arrive as MODE instead
+    uint h, hkv, nq, nk, nq_pad, nk_pad, o_offset, causal, quant_p, pnq, kind, t;
+    float scale;
+} pc;
+
+shared uvec4 sK[BC * KSTR]; // K tile, row-major: sK[key][d]
+shared uvec4 sV[D * VSTR];  // V^T tile: sV[d][key]
+shared float sKs[BC * NB];  // the tile's K scales
+
+int s_code(int i) { return (S_MAP >> (3 * i)) & 7; }
+int o_code(int i) { return (O_MAP >> (3 * i)) & 7; }
+int a_code(int i) { return (A_MAP >> (3 * i)) & 7; }
+bool code_low(int c) { return (c & 2) != 0; }            // row g + 8, not g
+int code_col(int c) { return 8 * (c >> 2) + (c & 1); }   // column offset from 2t
+// The S element (within its tile) at A code c's position: with SN = 8 the tile is picked by
+// bit 2 (column + 8) and the element by the other two bits.
+int s_index(int c)
+{
+    const int want = SN == 16 ? c : (c & 3);
+    int j = 0;
+    [[unroll]] for (int i = 0; i < NE_S; i++) if (s_code(i) == want) j = i;
+    return j;
+}
+
+float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
+float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShuffleXor(x, 2u); }
+
+// MXFP4(p) * 2^12 for p in [0, 1] under the block exponent ex (exb = (ex + 127) << 23,
+// sat = 6 * 2^ex), as in attn_coopmat_nv_reg.comp: clamping at sat saturates, adding then
+// subtracting c = 2^(max(e, ex) + 22) rounds to the E2M1 step, ties to even.
+float quantize_p(float p, uint exb, float sat)
+{
+    const float pm = min(p, sat);
+    const float c = uintBitsToFloat(max(floatBitsToUint(pm), exb) & 0x7f800000u);
+    precise float x = fma(c, 4194304.0, pm);
+    precise float r = fma(c, -4194304.0, x);
+    return r * P_SCALE;
+}
+
+// This invocation's share of the key tile starting at j0 (see attn_coopmat_nv_reg.comp).
+void fetch_tile(uint j0, uint tid, uint k_at, uint v_at, uint ks_at, out uvec4 k_next[PER_THREAD_K], out uvec4 v_next[PER_THREAD],
+                out float ks_next[PER_THREAD_S])
+{
+    [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) k_next[u] = k4[k_at + j0 * uint(KW) + uint(u * THREADS)];
+    [[unroll]] for (int u = 0; u < PER_THREAD; u++) v_next[u] = v4[v_at + j0 / 8u + uint(u * THREADS / (BC / 8)) * (pc.nk_pad / 8u)];
+    [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
+        const uint idx = tid + uint(u * THREADS);
+        ks_next[u] = idx < uint(BC * NB) ? kscale[ks_at + j0 * uint(NB) + uint(u * THREADS)] : 0.0;
+    }
+}
+
+void main()
+{
+    const float NEG_INF = uintBitsToFloat(0xff800000u);
+    const uint tid = gl_LocalInvocationID.x, w = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+    const uint g = lane >> 2, t4 = lane & 3u;
+    const uint hh = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+    const uint bh = b * pc.h + hh, kvh = b * pc.hkv + hh / (pc.h / pc.hkv);
+    const uint wg0 = gl_WorkGroupID.x * uint(WARPS * 16), i0 = wg0 + w * 16u;
+    const uint row_hi = i0 + g, row_lo = row_hi + 8u;
+
+    QMAT qa[NCH];
+    [[unroll]] for (int c = 0; c < NCH; c++)
+        coopMatLoad(qa[c], q4, (bh * pc.nq_pad + i0) * uint(KW) + uint(c * CW), uint(KW), gl_CooperativeMatrixLayoutRowMajor);
+    OACC oacc[DT];
+    [[unroll]] for (int dt = 0; dt < DT; dt++) oacc[dt] = OACC(0.0);
+
+#ifdef S_INT8
+    // 1/4: each int8 value is twice its E2M1 value
+    float bq_hi[NB], bq_lo[NB];
+    bool wide_row = false;
+    [[unroll]] for (int db = 0; db < NB; db++) {
+        const float a = qscale[(bh * pc.nq_pad + row_hi) * uint(NB) + uint(db)];
+        const float c = qscale[(bh * pc.nq_pad + row_lo) * uint(NB) + uint(db)];
+        wide_row = wide_row || (floatBitsToUint(a) | floatBitsToUint(c)) >> 31 != 0u;
+        bq_hi[db] = abs(a) * (pc.scale * 0.25 * LOG2E);
+        bq_lo[db] = abs(c) * (pc.scale * 0.25 * LOG2E);
+    }
+    const bool wide_q = subgroupAny(wide_row);
+    const float qs_hi = bq_hi[0], qs_lo = bq_lo[0];
+#else
+    const float qs_hi = qscale[bh * pc.nq_pad + row_hi] * (pc.scale * LOG2E), qs_lo = qscale[bh * pc.nq_pad + row_lo] * (pc.scale * LOG2E);
+#endif
+    const int shift = int(pc.nk) - int(pc.nq);
+    const int last_hi = pc.causal != 0u ? min(int(row_hi) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
+    const int last_lo = pc.causal != 0u ? min(int(row_lo) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
+    // every subgroup helps load every tile the workgroup's last real row sees
+    const int wg_row = min(int(wg0) + WARPS * 16 - 1, int(pc.nq) - 1);
+    const int wg_last = pc.causal != 0u ? min(int(pc.nk) - 1, wg_row + shift) : int(pc.nk) - 1;
+    const int warp_last = pc.causal != 0u ? min(int(pc.nk) - 1, int(i0) + 15 + shift) : int(pc.nk) - 1;
+    const int warp_first_last = pc.causal != 0u ? int(i0) + shift : int(pc.nk) - 1; // the last key row i0 sees
+    const int ntiles = wg_last < 0 ? 0 : wg_last / BC + 1;
+    const uint k_row0 = kvh * pc.nk_pad, v_row0 = kvh * uint(D);
+    float m_hi = NEG_INF, m_lo = NEG_INF, l_hi = 0.0, l_lo = 0.0;
+
+    // this invocation's share of the next tile, in flight while the current one is used
+    uvec4 k_next[PER_THREAD_K], v_next[PER_THREAD];
+    float ks_next[PER_THREAD_S];
+    const uint k_at = (k_row0 + tid / uint(KW)) * uint(KW) + tid % uint(KW);
+    const uint v_at = (v_row0 + tid / uint(BC / 8)) * (pc.nk_pad / 8u) + tid % uint(BC / 8), ks_at = k_row0 * uint(NB) + tid;
+    if (ntiles > 0) fetch_tile(0u, tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
+    for (int tile = 0; tile < ntiles; tile++) {
+        const uint j0 = uint(tile * BC);
+        barrier(); // every subgroup is done with the previous tile
+        [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) {
+            const uint idx = tid + uint(u * THREADS);
+            sK[idx / uint(KW) * uint(KSTR) + idx % uint(KW)] = k_next[u];
+        }
+        [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
+            const uint idx = tid + uint(u * THREADS);
+            sV[idx / uint(BC / 8) * uint(VSTR) + idx % uint(BC / 8)] = v_next[u];
+        }
+        [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
+            const uint idx = tid + uint(u * THREADS);
+            if (idx < uint(BC * NB)) sKs[idx] = ks_next[u];
+        }
+        barrier();
+        if (tile + 1 < ntiles) fetch_tile(j0 + uint(BC), tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
+        if (int(j0) > warp_last) continue; // this subgroup's rows see none of these keys
+
+        // S, scaled
+        SACCF s[KT];
+#ifdef S_INT8
+        bool wide_k = false;
+        [[unroll]] for (int u = 0; u < BC / 32; u++) wide_k = wide_k || floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u;
+        [[dont_flatten]] if (!(wide_q || subgroupAny(wide_k))) {
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                SACC si = SACC(0);
+                [[unroll]] for (int c = 0; c < NCH; c++) {
+                    KMAT kb;
+                    coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                    si = coopMatMulAdd(qa[c], kb, si);
+                }
+                s[kt] = SACCF(si);
+                [[unroll]] for (int i = 0; i < NE_S; i++)
+                    s[kt][i] *= sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB] * (code_low(s_code(i)) ? qs_lo : qs_hi);
+            }
+        } else { // some row is wide: each block's product with its own scales
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                s[kt] = SACCF(0.0);
+                [[unroll]] for (int db = 0; db < NB; db++) {
+                    SACC si = SACC(0);
+                    [[unroll]] for (int cc = 0; cc < CPB; cc++) {
+                        KMAT kb;
+                        coopMatLoad(kb, sK, uint(kt * SN * KSTR + (db * CPB + cc) * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                        si = coopMatMulAdd(qa[db * CPB + cc], kb, si);
+                    }
+                    SACCF sb = SACCF(si);
+                    [[unroll]] for (int i = 0; i < NE_S; i++)
+                        s[kt][i] += sb[i] * abs(sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB + db]) * (code_low(s_code(i)) ? bq_lo[db] : bq_hi[db]);
+                }
+            }
+        }
+#else
+        [[unroll]] for (int kt = 0; kt < KT; kt++) {
+            s[kt] = SACCF(0.0);
+            [[unroll]] for (int c = 0; c < NCH; c++) {
+                KMAT kb;
+                coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                s[kt] = coopMatMulAdd(qa[c], kb, s[kt]);
+            }
+            [[unroll]] for (int i = 0; i < NE_S; i++)
+                s[kt][i] *= sKs[kt * SN + code_col(s_code(i)) + int(2u * t4)] * (code_low(s_code(i)) ? qs_lo : qs_hi);
+        }
+#endif
+
+        // S is in log2 units (the Q scales carry log2(e)). Maxima per row and 32-key block,
+        // masking only tiles that reach past some row's last key.
+        float bm_hi[BC / 32], bm_lo[BC / 32];
+        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) bm_hi[blk] = bm_lo[blk] = NEG_INF;
+        const bool masked = int(j0) + BC - 1 > min(warp_first_last, int(pc.nk) - 1);
+        [[dont_flatten]] if (masked) {
+            const int lim_hi = last_hi - int(j0 + 2u * t4), lim_lo = last_lo - int(j0 + 2u * t4); // masked column offsets exceed these
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    const bool lo = code_low(s_code(i));
+                    if (kt * SN + code_col(s_code(i)) > (lo ? lim_lo : lim_hi)) s[kt][i] = NEG_INF;
+                    if (lo) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[kt][i]);
+                    else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[kt][i]);
+                }
+            }
+        } else {
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    if (code_low(s_code(i))) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[kt][i]);
+                    else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[kt][i]);
+                }
+            }
+        }
+        float mx_hi = NEG_INF, mx_lo = NEG_INF;
+        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+            bm_hi[blk] = quad_max(bm_hi[blk]);
+            bm_lo[blk] = quad_max(bm_lo[blk]);
+            mx_hi = max(mx_hi, bm_hi[blk]);
+            mx_lo = max(mx_lo, bm_lo[blk]);
+        }
+        const float mn_hi = max(m_hi, mx_hi), mn_lo = max(m_lo, mx_lo);
+        const float alpha_hi = mn_hi == NEG_INF ? 1.0 : exp2(m_hi - mn_hi);
+        const float alpha_lo = mn_lo == NEG_INF ? 1.0 : exp2(m_lo - mn_lo);
+        const float mz_hi = mn_hi == NEG_INF ? 0.0 : mn_hi, mz_lo = mn_lo == NEG_INF ? 0.0 : mn_lo; // a row with no key yet: P = 0
+
+        // P~ = 2^(S - m), then P^ per 32-key block (TPB tiles), all times 2^12 (P_SCALE);
+        // rs: this lane's share of the row sums l adds (P^ under PNQ, else P~)
+        float rs_hi = 0.0, rs_lo = 0.0;
+        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+            [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    const bool lo = code_low(s_code(i));
+                    const float p = exp2(s[kt][i] - (lo ? mz_lo : mz_hi));
+                    s[kt][i] = p;
+                    if (!HAT_SUM) {
+                        if (lo) rs_lo += p;
+                        else rs_hi += p;
+                    }
+                }
+            }
+            if (QUANT_P) {
+                // The block's largest P~ is the exp2 of its largest S (see attn_coopmat_nv_reg.comp).
+                const float pm_hi = exp2(bm_hi[blk] - mz_hi), pm_lo = exp2(bm_lo[blk] - mz_lo);
+                const uint exb_hi = uint(mx_exponent(floatBitsToUint(pm_hi), KIND, pc.t) + 127) << 23;
+                const uint exb_lo = uint(mx_exponent(floatBitsToUint(pm_lo), KIND, pc.t) + 127) << 23;
+                const float sat_hi = uintBitsToFloat(exb_hi + 0x01400000u), sat_lo = uintBitsToFloat(exb_lo + 0x01400000u);
+                [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
+                    [[unroll]] for (int i = 0; i < NE_S; i++) {
+                        const bool lo = code_low(s_code(i));
+                        const float q = quantize_p(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi);
+                        s[kt][i] = q;
+                        if (HAT_SUM) {
+                            if (lo) rs_lo += q;
+                            else rs_hi += q;
+                        }
+                    }
+                }
+            } else {
+                [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) s[kt] *= P_SCALE;
+            }
+        }
+        if (!HAT_SUM) {
+            rs_hi *= P_SCALE;
+            rs_lo *= P_SCALE;
+        }
+        if (mn_hi != NEG_INF) { l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
+        if (mn_lo != NEG_INF) { l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
+        [[unroll]] for (int dt = 0; dt < DT; dt++)
+            [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] *= code_low(o_code(i)) ? alpha_lo : alpha_hi;
+
+        [[unroll]] for (int kp = 0; kp < BC / 16; kp++) {
+            PMAT pa;
+            [[unroll]] for (int i = 0; i < 8; i++) {
+                const int c = a_code(i);
+                pa[i] = float16_t(s[SN == 16 ? kp : 2 * kp + (c >> 2)][s_index(c)]);
+            }
+            [[unroll]] for (int dt = 0; dt < DT; dt++) {
+                VMAT vb;
+                coopMatLoad(vb, sV, uint(dt * PN * VSTR + kp * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                oacc[dt] = coopMatMulAdd(pa, vb, oacc[dt]);
+            }
+        }
+    }
+
+    // O = acc * vscale / l (both in units of 2^-12)
+    l_hi = quad_sum(l_hi);
+    l_lo = quad_sum(l_lo);
+    const float inv_hi = m_hi == NEG_INF ? 0.0 : 1.0 / l_hi;
+    const float inv_lo = m_lo == NEG_INF ? 0.0 : 1.0 / l_lo;
+    [[unroll]] for (int dt = 0; dt < DT; dt++) {
+        [[unroll]] for (int i = 0; i < NE_O; i++) {
+            const bool lo = code_low(o_code(i));
+            const uint row = lo ? row_lo : row_hi, c = uint(dt * PN + code_col(o_code(i))) + 2u * t4;
+            if (row < pc.nq)
+                o[pc.o_offset + (bh * pc.nq + row) * uint(D) + c] = oacc[dt][i] * vscale[v_row0 + c] * (lo ? inv_lo : inv_hi);
+        }
+    }
+    if (t4 == 0u) {
+        if (row_hi < pc.nq) lse[bh * pc.nq + row_hi] = m_hi == NEG_INF ? NEG_INF : m_hi * (1.0 / LOG2E) + log(l_hi * (1.0 / P_SCALE));
+        if (row_lo < pc.nq) lse[bh * pc.nq + row_lo] = m_lo == NEG_INF ? NEG_INF : m_lo * (1.0 / LOG2E) + log(l_lo * (1.0 / P_SCALE));
+    }
+}
