@@ -76,6 +76,105 @@ static void probe_coopmat_nv(VkPhysicalDevice pd, vk_probe_data *data)
     free(p);
 }
 
+/* Every subgroup-scope VK_KHR_cooperative_matrix configuration into data->caps.khr (at
+ * most VK_MAX_SHAPES, in the driver's order); returns how many configurations the driver
+ * lists in all (any scope). */
+static uint32_t probe_coopmat_khr(VkInstance inst, VkPhysicalDevice pd, vk_probe_data *data)
+{
+    mxa_pfn_coopmat_props_khr fn =
+        (mxa_pfn_coopmat_props_khr)vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    uint32_t n = 0;
+    if (!fn || fn(pd, &n, NULL) != VK_SUCCESS || n == 0) return 0;
+    mxa_vk_coopmat_props_khr *p = calloc(n, sizeof *p);
+    if (!p) return n;
+    for (uint32_t i = 0; i < n; i++) p[i].sType = MXA_VK_STYPE_COOPMAT_PROPERTIES_KHR;
+    VkResult r = fn(pd, &n, p);
+    if (r == VK_SUCCESS || r == VK_INCOMPLETE)
+        for (uint32_t i = 0; i < n && data->caps.n_khr < VK_MAX_SHAPES; i++) {
+            if ((uint32_t)p[i].scope != VK_SCOPE_SUBGROUP_VALUE) continue;
+            vk_coopmat_shape *s = &data->caps.khr[data->caps.n_khr++];
+            s->m = p[i].MSize;
+            s->n = p[i].NSize;
+            s->k = p[i].KSize;
+            s->a = (uint32_t)p[i].AType;
+            s->b = (uint32_t)p[i].BType;
+            s->c = (uint32_t)p[i].CType;
+            s->r = (uint32_t)p[i].ResultType;
+            s->scope = (uint32_t)p[i].scope;
+            s->saturating = p[i].saturatingAccumulation ? 1u : 0u;
+        }
+    free(p);
+    return n;
+}
+
+/* The KHR configurations for the capability string: s8 x s8 -> s32 as "i8", f16 x f16 ->
+ * f32 as "f16" (each shape once, saturating or not), the others (any scope) counted:
+ * "coopmat-khr(i8 16x16x32 16x8x32; f16 16x16x16 16x8x16; +8 other)". */
+static void khr_shapes_text(const vk_caps *caps, uint32_t total, char *out, size_t size)
+{
+    static const struct {
+        const char *label;
+        uint32_t ab, cr;
+    } groups[] = {{"i8", VK_CT_S8, VK_CT_S32}, {"f16", VK_CT_F16, VK_CT_F32}};
+    uint32_t listed = 0;
+    int any = 0;
+    size_t len = (size_t)snprintf(out, size, "coopmat-khr(");
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        int first = 1;
+        for (uint32_t i = 0; i < caps->n_khr; i++) {
+            const vk_coopmat_shape *s = &caps->khr[i];
+            if (s->a != groups[g].ab || s->b != groups[g].ab || s->c != groups[g].cr || s->r != groups[g].cr) continue;
+            listed++;
+            int dup = 0;
+            for (uint32_t j = 0; j < i; j++) {
+                const vk_coopmat_shape *t = &caps->khr[j];
+                dup |= t->m == s->m && t->n == s->n && t->k == s->k && t->a == s->a && t->b == s->b && t->c == s->c &&
+                       t->r == s->r;
+            }
+            if (dup || len >= size) continue;
+            if (first) len += (size_t)snprintf(out + len, size - len, "%s%s", any ? "; " : "", groups[g].label);
+            if (len < size) len += (size_t)snprintf(out + len, size - len, " %ux%ux%u", s->m, s->n, s->k);
+            first = 0;
+            any = 1;
+        }
+    }
+    if (len < size && total > listed) len += (size_t)snprintf(out + len, size - len, "%s+%u other", any ? "; " : "", total - listed);
+    if (len < size) snprintf(out + len, size - len, ")");
+}
+
+/* The capability record kernel selection reads (vk_select.h), from what the probe found. */
+static void vk_caps_from_probe(vk_probe_data *data, const VkPhysicalDeviceProperties *base,
+                               const VkPhysicalDeviceDriverProperties *drv,
+                               const VkPhysicalDeviceSubgroupSizeControlProperties *sgc,
+                               const VkPhysicalDeviceShaderIntegerDotProductProperties *dot)
+{
+    vk_caps *c = &data->caps; /* c->khr, c->n_khr: probe_coopmat_khr */
+    c->vendor_id = base->vendorID;
+    c->device_id = base->deviceID;
+    c->driver_version = base->driverVersion;
+    c->api_version = base->apiVersion;
+    c->device_type = (uint32_t)base->deviceType;
+    snprintf(c->device_name, sizeof c->device_name, "%.127s", base->deviceName);
+    if (drv) {
+        c->driver_id = (uint32_t)drv->driverID;
+        snprintf(c->driver_name, sizeof c->driver_name, "%.63s", drv->driverName);
+    }
+    c->flags = data->flags;
+    c->int_dot_accel = dot && (data->flags & MXA_VK_F_INT_DOT) && dot->integerDotProduct4x8BitPackedSignedAccelerated;
+    c->subgroup_size = c->subgroup_min = c->subgroup_max = data->subgroup_size;
+    if (sgc && sgc->minSubgroupSize && sgc->maxSubgroupSize >= sgc->minSubgroupSize) {
+        c->subgroup_min = sgc->minSubgroupSize;
+        c->subgroup_max = sgc->maxSubgroupSize;
+        c->required_subgroup_stages_compute = (sgc->requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+    }
+    c->max_shared = base->limits.maxComputeSharedMemorySize;
+    c->max_invocations = base->limits.maxComputeWorkGroupInvocations;
+    /* the KHR fragment layout is not measured yet: quad_ok stays 0 ("unknown") */
+    c->nv_c_map = data->c_map;
+    c->nv_a_from_c = data->a_from_c;
+    memcpy(c->layout_note, data->layout_note, sizeof c->layout_note);
+}
+
 mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data *data, mxa_device_info *info)
 {
     mxa_status st = MXA_OK;
@@ -174,12 +273,7 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
         (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT))
         data->flags |= MXA_VK_F_SUBGROUP_ARITH;
     if (data->flags & MXA_VK_F_COOPMAT_NV) probe_coopmat_nv(pd, data);
-    uint32_t khr_configs = 0;
-    if (data->flags & MXA_VK_F_COOPMAT_KHR) {
-        mxa_pfn_coopmat_props_khr fn =
-            (mxa_pfn_coopmat_props_khr)vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
-        if (!fn || fn(pd, &khr_configs, NULL) != VK_SUCCESS) khr_configs = 0;
-    }
+    const uint32_t khr_configs = (data->flags & MXA_VK_F_COOPMAT_KHR) ? probe_coopmat_khr(inst, pd, data) : 0;
 
     /* compute queue family and its timestamp support */
     uint32_t nqf = 0;
@@ -205,6 +299,8 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
 
     if ((data->flags & MXA_VK_F_COOPMAT_NV) && (data->flags & MXA_VK_F_NV_F16_161616) && vk_coopmat_fragment_map(data))
         data->flags |= MXA_VK_F_FRAGMENT_MAP;
+    vk_caps_from_probe(data, &base, e_drv ? &p_drv : NULL, e_sgc ? &p_sgc : NULL, e_dot ? &p_dot : NULL);
+    if (data->flags & MXA_VK_F_COOPMAT_KHR) (void)vk_khr_fragment_map(data); /* fills data->caps.quad_ok, maps, note */
 
     /* ---- the public description ---- */
     VkPhysicalDeviceMemoryProperties mem;
@@ -252,8 +348,8 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     }
     if (data->flags & MXA_VK_F_COOPMAT_KHR) {
         info->caps |= MXA_CAP_COOPMAT;
-        char t[48];
-        snprintf(t, sizeof t, "coopmat-khr(%u configs)", khr_configs);
+        char t[160];
+        khr_shapes_text(&data->caps, khr_configs, t, sizeof t);
         add_cap(caps, cs, t);
     }
     if (data->timestamp_bits > 0) {
