@@ -10,6 +10,10 @@
 //              blocks within 23 binades of E (as in prep_qk.comp).
 //              Pass 0 finds E with an atomic max (colmax holds E + 128, 0 = no block);
 //              pass 1 writes.
+//   OUT_I8:    always V^T [heads, D, n_pad] as int8, 4 tokens per uint (token 4k in the low
+//              byte): 2 * the E2M1 value (an integer in [-12, 12]), and block scales
+//              colscale[head, c, n_pad / 32] = 2^e / 2 (float bits), so value = int8 * scale.
+//              One pass (pass_ and transpose are ignored); used only with quant != 0.
 #extension GL_GOOGLE_include_directive : require
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -24,6 +28,8 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 #ifdef OUT_F16
 layout(std430, binding = 1) writeonly buffer Y { float16_t y[]; };
 layout(std430, binding = 1) writeonly buffer Y4 { uvec4 y4[]; }; // the same buffer, 8 values per store
+#elif defined(OUT_I8)
+layout(std430, binding = 1) writeonly buffer Y4 { uvec4 y4[]; }; // a block's 32 int8: two stores
 #else
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 #endif
@@ -62,6 +68,24 @@ void main()
         maxbits = max(maxbits, bits[i] & 0x7fffffffu);
     }
     const int e = mx_exponent(maxbits, pc.kind, pc.t);
+#if defined(OUT_I8)
+    uint words[8];
+    for (uint w = 0u; w < 8u; w++) {
+        uint packed = 0u;
+        for (uint j = 0u; j < 4u; j++) {
+            const uint b = bits[4u * w + j];
+            const int iv = int(2.0 * mx_round(b & 0x7fffffffu, e));
+            packed |= uint(((b >> 31) != 0u ? -iv : iv) & 0xff) << (8u * j);
+        }
+        words[w] = packed;
+    }
+    const uint dst4 = ((head * uint(D) + c) * pc.n_pad + blk * 32u) / 16u;
+    y4[dst4] = uvec4(words[0], words[1], words[2], words[3]);
+    y4[dst4 + 1u] = uvec4(words[4], words[5], words[6], words[7]);
+    // 2^(e - 1), e >= -127: 2^-128 is subnormal, written as bits (no arithmetic to flush)
+    colscale[(head * uint(D) + c) * nblocks + blk] = e >= -125 ? uint(e + 126) << 23 : 0x400000u >> uint(-126 - e);
+}
+#else
 #ifdef OUT_F16
     if (pc.pass_ == 0u) {
         if (pc.quant != 0u && maxbits != 0u) atomicMax(colmax[head * uint(D) + c], uint(e + 128));
@@ -95,3 +119,4 @@ void main()
 #endif
     }
 }
+#endif
