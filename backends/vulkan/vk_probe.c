@@ -42,7 +42,7 @@ static void add_cap(char *buf, size_t size, const char *what)
  * CPU device) below mxa's native CPU backend (score 0) so that CI picks the CPU. */
 static int device_score(const vk_probe_data *d)
 {
-    int coop = (d->flags & MXA_VK_F_COOPMAT_NV) != 0;
+    int coop = (d->flags & (MXA_VK_F_COOPMAT_NV | MXA_VK_F_COOPMAT_KHR)) != 0;
     switch (d->type) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return coop ? 100 : 50;
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return coop ? 40 : 20;
