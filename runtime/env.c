@@ -14,11 +14,13 @@
 /* Every variant MXA_KERNEL may name; each backend's chooser accepts its own
  * (the backends' tests check their names are listed here). */
 static const char *const kernel_names[] = {
-    "scalar", "coopmat-nv-i8", "coopmat-nv-f16", "coopmat-nv-f16-smem", /* vulkan */
+    "scalar", "intdot", "coopmat-khr-i8", "coopmat-khr-f16", "coopmat-khr-i8-smem", "coopmat-khr-f16-smem", /* vulkan */
+    "coopmat-nv-i8", "coopmat-nv-f16", "coopmat-nv-f16-smem",
     "cl-mma-ptx", "cl-tiled",                                             /* opencl */
     "hip-mfma-fp4", "hip-mfma-i8", "hip-scalar", "mfma-fp4", "mfma-i8",   /* hip (also without "hip-") */
 };
-static const char kernel_list[] = "vulkan: scalar, coopmat-nv-i8, coopmat-nv-f16, coopmat-nv-f16-smem; "
+static const char kernel_list[] = "vulkan: scalar, intdot, coopmat-khr-i8, coopmat-khr-f16, coopmat-khr-i8-smem, "
+                                  "coopmat-khr-f16-smem, coopmat-nv-i8, coopmat-nv-f16, coopmat-nv-f16-smem; "
                                   "opencl: cl-mma-ptx, cl-tiled; hip: hip-mfma-fp4, hip-mfma-i8, hip-scalar";
 
 #define MAX_WARNED 64
@@ -99,9 +101,22 @@ const char *mxa_env_kernel(void)
     return NULL;
 }
 
+const char *mxa_env_coopmat_shape(void)
+{
+    const char *s = mxa_env_string("MXA_COOPMAT_SHAPE");
+    unsigned m, n, k;
+    char end;
+    if (!s) return NULL;
+    if (strlen(s) < 16 && sscanf(s, "%ux%ux%u%c", &m, &n, &k, &end) == 3 && m && n && k && m <= 64 && n <= 64 && k <= 64)
+        return s;
+    mxa_env_warn_once("MXA_COOPMAT_SHAPE", "MXA_COOPMAT_SHAPE=%.32s is not MxNxK (e.g. 16x8x32); ignored", s);
+    return NULL;
+}
+
 void mxa_env_check_switches(void)
 {
     (void)mxa_env_kernel();
+    (void)mxa_env_coopmat_shape();
     (void)mxa_env_flag("MXA_DISABLE_COOPMAT");
     (void)mxa_env_flag("MXA_DISABLE_INT_DOT");
     (void)mxa_env_flag("MXA_DISABLE_NATIVE_FP4");

@@ -24,6 +24,10 @@ long mxa_env_long(const char *name, long lo, long hi, long fallback);
  * NULL when unset, or when unknown, with one warning listing the known names. */
 const char *mxa_env_kernel(void);
 
+/* MXA_COOPMAT_SHAPE: "MxNxK", the cooperative-matrix configuration a Vulkan KHR variant must
+ * use for Q K^T (testing each shape a driver lists); NULL when unset or malformed (warned). */
+const char *mxa_env_coopmat_shape(void);
+
 /* Every variant name MXA_KERNEL accepts, by backend: "vulkan: scalar, ...; opencl: ...". */
 const char *mxa_env_kernel_names(void);
 

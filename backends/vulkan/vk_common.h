@@ -179,7 +179,8 @@ int vk_kernel_available(vk_kernel kernel);
 uint64_t vk_shader_hash(void); /* of every embedded shader */
 mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch);
 mxa_status vk_batch_fill(vk_batch *batch, vk_buffer *buf, VkDeviceSize size);
-mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t local_size,
+/* subgroup_size: the width the kernel requires (in full subgroups), 0 = the driver's choice */
+mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t subgroup_size,
                              vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,
                              uint32_t gx, uint32_t gy, uint32_t gz);
 mxa_status vk_batch_submit(vk_batch *batch, double *seconds);
@@ -195,10 +196,19 @@ int vk_coopmat_fragment_map(vk_probe_data *probe);
 /* The decoding step on the kernel's output (VK_LAYOUT_VALUES floats; see coopmat_layout.comp). */
 #define VK_LAYOUT_VALUES 514
 int vk_fragment_map_decode(const float *values, vk_probe_data *probe);
+/* The KHR counterpart (coopmat_layout_khr.comp) for the fp16 16x16 A matrix and the fp32
+ * 16x16 and 16x8 accumulators the record lists: fills probe->caps.quad_ok, c_map, a_map,
+ * layout_note; 1 if some accumulator shape has the quad layout. */
+int vk_khr_fragment_map(vk_probe_data *probe);
+int vk_khr_fragment_map_decode(const float *values, int n, vk_caps *caps);
 
 /* ---- vk_quantize.c / vk_attention.c ---- */
 mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);
 mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_attention_info *info);
+/* The switches of the environment and the kernels this build has, for vk_select. */
+void vk_select_opts_from_env(vk_select_opts *o);
+/* The plan for a call on a probed device (the device default when call is NULL). */
+void vk_plan_call(const vk_probe_data *probe, const mxa_attention_call *call, vk_plan *plan);
 /* The variant attention would run for a call (or the device default when call is NULL). */
 const char *vk_choose_variant(const vk_probe_data *probe, const mxa_attention_call *call, char *reason,
                               size_t reason_size);

@@ -46,12 +46,17 @@ static mxa_status create_logical(vk_device *dev)
 {
     const vk_probe_data *p = dev->probe;
     const int v12 = p->api_version >= VK_API_VERSION_1_2;
-    const char *exts[5];
+    const int v13 = p->api_version >= VK_API_VERSION_1_3;
+    const char *exts[8];
     uint32_t next = 0;
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     VkPhysicalDeviceCooperativeMatrixFeaturesNV nv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    mxa_vk_coopmat_features_khr khr = {.sType = MXA_VK_STYPE_COOPMAT_FEATURES_KHR};
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
+    VkPhysicalDeviceSubgroupSizeControlFeatures sgc = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pex = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     void **tail = &f2.pNext;
@@ -72,6 +77,25 @@ static mxa_status create_logical(vk_device *dev)
         *tail = &nv;
         tail = &nv.pNext;
         exts[next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    }
+    if (p->flags & MXA_VK_F_COOPMAT_KHR) {
+        khr.cooperativeMatrix = VK_TRUE;
+        *tail = &khr;
+        tail = &khr.pNext;
+        exts[next++] = MXA_VK_KHR_COOPMAT_NAME;
+    }
+    if (p->flags & MXA_VK_F_INT_DOT) {
+        dot.shaderIntegerDotProduct = VK_TRUE;
+        *tail = &dot;
+        tail = &dot.pNext;
+        if (!v13) exts[next++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+    }
+    if (p->flags & MXA_VK_F_SUBGROUP_CTRL) { /* kernels that need 32 lanes ask for them */
+        sgc.subgroupSizeControl = VK_TRUE;
+        sgc.computeFullSubgroups = VK_TRUE;
+        *tail = &sgc;
+        tail = &sgc.pNext;
+        if (!v13) exts[next++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
     }
     if ((p->flags & MXA_VK_F_PIPELINE_STATS) && mxa_log_enabled(MXA_LOG_DEBUG) && vkGetPipelineExecutableStatisticsKHR) {
         /* only when someone reads them, and only if the loader has the entry point */

@@ -41,6 +41,30 @@ static const spirv_blob blobs[VK_K_COUNT] = {
 #ifdef MXA_VK_HAVE_COOPMAT_LAYOUT
     [VK_K_COOPMAT_LAYOUT] = BLOB(mxa_spv_coopmat_layout, "coopmat_layout"),
 #endif
+#ifdef MXA_VK_HAVE_ATTN_COOPMAT_KHR
+    [VK_K_ATTN_COOPMAT_KHR] = BLOB(mxa_spv_attn_coopmat_khr, "attn_coopmat_khr"),
+#endif
+#ifdef MXA_VK_HAVE_ATTN_COOPMAT_KHR_I8
+    [VK_K_ATTN_COOPMAT_KHR_I8] = BLOB(mxa_spv_attn_coopmat_khr_i8, "attn_coopmat_khr_i8"),
+#endif
+#ifdef MXA_VK_HAVE_ATTN_COOPMAT_KHR_SMEM
+    [VK_K_ATTN_COOPMAT_KHR_SMEM] = BLOB(mxa_spv_attn_coopmat_khr_smem, "attn_coopmat_khr_smem"),
+#endif
+#ifdef MXA_VK_HAVE_ATTN_COOPMAT_KHR_SMEM_I8
+    [VK_K_ATTN_COOPMAT_KHR_SMEM_I8] = BLOB(mxa_spv_attn_coopmat_khr_smem_i8, "attn_coopmat_khr_smem_i8"),
+#endif
+#ifdef MXA_VK_HAVE_COOPMAT_LAYOUT_KHR
+    [VK_K_COOPMAT_LAYOUT_KHR] = BLOB(mxa_spv_coopmat_layout_khr, "coopmat_layout_khr"),
+#endif
+#ifdef MXA_VK_HAVE_ATTN_INTDOT
+    [VK_K_ATTN_INTDOT] = BLOB(mxa_spv_attn_intdot, "attn_intdot"),
+#endif
+#ifdef MXA_VK_HAVE_PREP_V_I8
+    [VK_K_PREP_V_I8] = BLOB(mxa_spv_prep_v_i8, "prep_v_i8"),
+#endif
+#ifdef MXA_VK_HAVE_PEAK_INTDOT
+    [VK_K_PEAK_INTDOT] = BLOB(mxa_spv_peak_intdot, "peak_intdot"),
+#endif
 };
 
 int vk_kernel_available(vk_kernel kernel)
@@ -97,11 +121,12 @@ static void log_statistics(vk_device *dev, VkPipeline pipe, const char *name)
     MXA_LOG_D("%s", line);
 }
 
-static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], VkPipeline *out)
+static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t subgroup_size,
+                               VkPipeline *out)
 {
     for (int i = 0; i < dev->pipeline_count; i++) {
         const vk_pipeline *p = &dev->pipelines[i];
-        if (p->kernel == kernel && memcmp(p->spec, spec, sizeof p->spec) == 0) {
+        if (p->kernel == kernel && p->subgroup_size == subgroup_size && memcmp(p->spec, spec, sizeof p->spec) == 0) {
             *out = p->pipeline;
             return MXA_OK;
         }
@@ -126,10 +151,15 @@ static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t s
     VkSpecializationMapEntry map[VK_SPEC_COUNT];
     for (uint32_t i = 0; i < VK_SPEC_COUNT; i++) map[i] = (VkSpecializationMapEntry){i, i * 4, 4};
     VkSpecializationInfo si = {VK_SPEC_COUNT, map, VK_SPEC_COUNT * sizeof(int32_t), spec};
+    /* a kernel written for one subgroup width gets exactly that, in full subgroups */
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo sgi = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO, .requiredSubgroupSize = subgroup_size};
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .flags = dev->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .pNext = subgroup_size ? &sgi : NULL,
+                  .flags = subgroup_size ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0,
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                   .module = dev->modules[kernel],
                   .pName = "main",
@@ -143,6 +173,7 @@ static mxa_status get_pipeline(vk_device *dev, vk_kernel kernel, const int32_t s
     if (dev->pipeline_stats) log_statistics(dev, pipe, blobs[kernel].name);
     vk_pipeline *p = &dev->pipelines[dev->pipeline_count++];
     p->kernel = kernel;
+    p->subgroup_size = subgroup_size;
     memcpy(p->spec, spec, sizeof p->spec);
     p->pipeline = pipe;
     dev->cache_dirty = 1;
@@ -199,14 +230,13 @@ mxa_status vk_batch_fill(vk_batch *batch, vk_buffer *buf, VkDeviceSize size)
     return MXA_OK;
 }
 
-mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t local_size,
+mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t subgroup_size,
                              vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,
                              uint32_t gx, uint32_t gy, uint32_t gz)
 {
-    (void)local_size;
     vk_device *dev = batch->dev;
     VkPipeline pipe = VK_NULL_HANDLE;
-    mxa_status st = get_pipeline(dev, kernel, spec, &pipe);
+    mxa_status st = get_pipeline(dev, kernel, spec, subgroup_size, &pipe);
     if (st) return st;
     VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
                                       .descriptorPool = dev->desc_pool,

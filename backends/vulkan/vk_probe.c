@@ -42,7 +42,7 @@ static void add_cap(char *buf, size_t size, const char *what)
  * CPU device) below mxa's native CPU backend (score 0) so that CI picks the CPU. */
 static int device_score(const vk_probe_data *d)
 {
-    int coop = (d->flags & MXA_VK_F_COOPMAT_NV) != 0;
+    int coop = (d->flags & (MXA_VK_F_COOPMAT_NV | MXA_VK_F_COOPMAT_KHR)) != 0;
     switch (d->type) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return coop ? 100 : 50;
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return coop ? 40 : 20;
@@ -300,6 +300,7 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     if ((data->flags & MXA_VK_F_COOPMAT_NV) && (data->flags & MXA_VK_F_NV_F16_161616) && vk_coopmat_fragment_map(data))
         data->flags |= MXA_VK_F_FRAGMENT_MAP;
     vk_caps_from_probe(data, &base, e_drv ? &p_drv : NULL, e_sgc ? &p_sgc : NULL, e_dot ? &p_dot : NULL);
+    if (data->flags & MXA_VK_F_COOPMAT_KHR) (void)vk_khr_fragment_map(data); /* fills data->caps.quad_ok, maps, note */
 
     /* ---- the public description ---- */
     VkPhysicalDeviceMemoryProperties mem;

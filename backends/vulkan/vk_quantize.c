@@ -44,7 +44,7 @@ mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_
     const int32_t spec[VK_SPEC_COUNT] = {0};
     vk_batch batch;
     if ((st = vk_batch_begin(dev, 0, &batch)) ||
-        (st = vk_batch_dispatch(&batch, VK_K_QUANTIZE, spec, 64, binds, 3, &pc, sizeof pc, gx, gy, 1)) ||
+        (st = vk_batch_dispatch(&batch, VK_K_QUANTIZE, spec, 0, binds, 3, &pc, sizeof pc, gx, gy, 1)) ||
         (st = vk_batch_submit(&batch, NULL)))
         return st;
     /* codes: 4 little-endian words per block are exactly the 16 packed bytes */

@@ -70,7 +70,7 @@ typedef struct vk_select_opts {
     const char *shape;        /* MXA_COOPMAT_SHAPE "MxNxK", NULL for the preferred one */
     int disable_coopmat;      /* MXA_DISABLE_COOPMAT */
     int disable_int_dot;      /* MXA_DISABLE_INT_DOT */
-    int khr_built, nv_built, intdot_built; /* which shaders this build has (vk_kernel_available) */
+    int khr_built, khr_smem_built, nv_built, intdot_built; /* which shaders this build has */
 } vk_select_opts;
 
 /* The call's properties selection depends on (a NULL call in vk_select: the device default). */
@@ -80,8 +80,25 @@ typedef struct vk_select_call {
     int quantize_all; /* Q, K, V and P all quantized */
 } vk_select_call;
 
+typedef enum vk_variant_id {
+    VK_V_SCALAR = 0,
+    VK_V_INTDOT,
+    VK_V_KHR_I8,
+    VK_V_KHR_F16,
+    VK_V_KHR_I8_SMEM,
+    VK_V_KHR_F16_SMEM,
+    VK_V_NV_I8,
+    VK_V_NV_F16,
+    VK_V_NV_F16_SMEM,
+    VK_V_COUNT
+} vk_variant_id;
+
+/* The variant's name (what MXA_KERNEL takes and the probe prints). */
+const char *vk_variant_name(vk_variant_id id);
+
 /* What attention will run. */
 typedef struct vk_plan {
+    vk_variant_id id;
     const char *variant;        /* "coopmat-khr-i8", "coopmat-khr-f16", "coopmat-khr-i8-smem",
                                    "coopmat-khr-f16-smem", "coopmat-nv-i8", "coopmat-nv-f16",
                                    "coopmat-nv-f16-smem", "intdot", "scalar" */
@@ -92,6 +109,8 @@ typedef struct vk_plan {
     uint32_t local_size;        /* invocations per workgroup */
     uint32_t rows_per_group;    /* query rows per workgroup (nq is padded to a multiple) */
     uint32_t shared_bytes;      /* shared memory the kernel declares */
+    uint32_t s_map, o_map, a_map; /* register kernels: the fragment element orders (vk_caps) */
+    uint32_t tune[4];           /* kernel-specific specialization constants (intdot's tiles) */
     char reason[256];
 } vk_plan;
 
@@ -101,6 +120,10 @@ void vk_select(const vk_caps *caps, const vk_select_call *call, const vk_select_
 /* The KHR configuration "MxNxK" with the given types, NULL if the record has none. */
 const vk_coopmat_shape *vk_caps_find_shape(const vk_caps *caps, uint32_t ab_type, uint32_t cr_type, uint32_t m,
                                            uint32_t n, uint32_t k);
+
+/* How to run a kernel written for 32-lane subgroups: 0 (the default is 32), 32 (ask for it:
+ * subgroup size control and 32 in the device's range), or UINT32_MAX (impossible). */
+uint32_t vk_caps_subgroup_32(const vk_caps *caps);
 
 /* Reads a capability record from a profile (JSON, see tests/vulkan/profiles/README.md).
  * 0 on success; otherwise -1 with the reason in err. */

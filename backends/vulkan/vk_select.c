@@ -1,0 +1,356 @@
+/*
+ * Kernel selection: capability record + call -> plan (vk_select.h). Every variant states
+ * what it needs as a predicate over the record; auto takes the first possible one in
+ * order of speed, MXA_KERNEL the named one when possible (else scalar, saying why).
+ * Shapes are picked from the configurations the driver enumerates, never by vendor; the
+ * vendor and driver enter only through the denylist below, each entry with its source.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_common.h"
+
+static const char *const variant_names[VK_V_COUNT] = {
+    [VK_V_SCALAR] = "scalar",
+    [VK_V_INTDOT] = "intdot",
+    [VK_V_KHR_I8] = "coopmat-khr-i8",
+    [VK_V_KHR_F16] = "coopmat-khr-f16",
+    [VK_V_KHR_I8_SMEM] = "coopmat-khr-i8-smem",
+    [VK_V_KHR_F16_SMEM] = "coopmat-khr-f16-smem",
+    [VK_V_NV_I8] = "coopmat-nv-i8",
+    [VK_V_NV_F16] = "coopmat-nv-f16",
+    [VK_V_NV_F16_SMEM] = "coopmat-nv-f16-smem",
+};
+
+/* auto's order: fastest first (H200 measurements in the README) */
+static const vk_variant_id auto_order[] = {VK_V_NV_I8,       VK_V_KHR_I8,       VK_V_NV_F16,   VK_V_KHR_F16,
+                                           VK_V_KHR_I8_SMEM, VK_V_KHR_F16_SMEM, VK_V_NV_F16_SMEM, VK_V_INTDOT};
+
+const char *vk_variant_name(vk_variant_id id) { return id < VK_V_COUNT ? variant_names[id] : "?"; }
+
+/* Drivers whose cooperative-matrix path is known to compute wrong results for mxa's kernels. */
+typedef struct deny_entry {
+    uint32_t driver_id;      /* VkDriverId */
+    uint32_t driver_version; /* exactly this driverVersion (VK_MAKE_VERSION of the Mesa release) */
+    const char *reason;
+} deny_entry;
+static const deny_entry coopmat_denylist[] = {
+    /* subgroups of a workgroup run different numbers of coopMatMulAdd in mxa's kernels
+     * (causal tiles a subgroup skips) */
+    {6 /* VK_DRIVER_ID_INTEL_OPEN_SOURCE_MESA */, (26u << 22) | (2u << 12) | 3u,
+     "Mesa ANV 26.2.3 mis-dispatches workgroups with asymmetric coopMatMulAdd counts (llama.cpp PR #24406)"},
+};
+
+static const char *denied(const vk_caps *c)
+{
+    for (size_t i = 0; i < sizeof coopmat_denylist / sizeof coopmat_denylist[0]; i++)
+        if (c->driver_id == coopmat_denylist[i].driver_id && c->driver_version == coopmat_denylist[i].driver_version)
+            return coopmat_denylist[i].reason;
+    return NULL;
+}
+
+uint32_t vk_caps_subgroup_32(const vk_caps *c)
+{
+    if (c->subgroup_size == 32) return 0;
+    if ((c->flags & MXA_VK_F_SUBGROUP_CTRL) && c->required_subgroup_stages_compute && c->subgroup_min <= 32 &&
+        c->subgroup_max >= 32)
+        return 32;
+    return UINT32_MAX;
+}
+
+const vk_coopmat_shape *vk_caps_find_shape(const vk_caps *c, uint32_t ab, uint32_t cr, uint32_t m, uint32_t n, uint32_t k)
+{
+    for (uint32_t i = 0; i < c->n_khr && i < VK_MAX_SHAPES; i++) {
+        const vk_coopmat_shape *s = &c->khr[i];
+        if (s->scope == VK_SCOPE_SUBGROUP_VALUE && s->a == ab && s->b == ab && s->c == cr && s->r == cr && s->m == m &&
+            s->n == n && s->k == k && !s->saturating)
+            return s;
+    }
+    return NULL;
+}
+
+/* MXA_COOPMAT_SHAPE "MxNxK": 1 and the numbers, or 0 */
+static int parse_shape(const char *text, uint32_t *m, uint32_t *n, uint32_t *k)
+{
+    unsigned a, b, c;
+    char end;
+    if (!text || sscanf(text, "%ux%ux%u%c", &a, &b, &c, &end) != 3) return 0;
+    *m = a, *n = b, *k = c;
+    return 1;
+}
+
+static int shape_wanted(const vk_select_opts *o, const vk_coopmat_shape *s)
+{
+    uint32_t m, n, k;
+    return !o->shape || (parse_shape(o->shape, &m, &n, &k) && s->m == m && s->n == n && s->k == k);
+}
+
+/* Subgroups of the register kernels: at D > 64, 128 query rows share each K/V tile load; at
+ * D <= 64 the smaller tiles leave registers for two 64-row workgroups per SM (H200, N = 16384
+ * D = 64: 155.6 against 116.2 TFLOP/s with 8 subgroups, measured on the NV kernel). */
+static uint32_t reg_warps(int64_t d) { return d <= 64 ? 4u : 8u; }
+
+/* Shared memory of attn_coopmat_khr.comp / attn_coopmat_nv_reg.comp: the K tile (64 keys,
+ * rows padded by 16 bytes), the V^T tile (D rows of 64 keys + 16 bytes) and the K scales. */
+static uint32_t reg_shared(int64_t d, int i8)
+{
+    const uint32_t kw = (uint32_t)(i8 ? d / 16 : d / 8), nb = (uint32_t)(i8 ? d / 32 : 1);
+    return 64u * (kw + 1u) * 16u + (uint32_t)d * 9u * 16u + 64u * nb * 4u;
+}
+
+#define SMEM_WARPS 4
+/* attn_coopmat_khr_smem.comp: per subgroup, the S tile (fp32), P^ (fp16) and the alpha block */
+static uint32_t smem_shared(uint32_t sm, uint32_t pn) { return SMEM_WARPS * (sm * 64u * 4u + sm * 64u * 2u + sm * pn * 4u); }
+
+typedef struct ctx {
+    const vk_caps *c;
+    const vk_select_call *call;
+    const vk_select_opts *o;
+    int64_t d;
+} ctx;
+
+#define WHY(...) (snprintf(why, why_size, __VA_ARGS__), 0)
+
+/* What every cooperative-matrix variant needs of the call and the switches. */
+static int coop_common(const ctx *x, char *why, size_t why_size)
+{
+    const char *deny = denied(x->c);
+    if (x->o->disable_coopmat) return WHY("MXA_DISABLE_COOPMAT=1");
+    if (deny) return WHY("%s", deny);
+    if (!(x->c->flags & MXA_VK_F_STORAGE16) || !(x->c->flags & MXA_VK_F_FP16)) return WHY("no fp16 arithmetic/storage");
+    if (x->call && !x->call->quantize_all) return WHY("the recipe leaves some tensor unquantized (fp16 would round it)");
+    if (x->call && x->call->bc != 64) return WHY("the cooperative-matrix kernels are built for bc = 64");
+    if (x->d > 128) return WHY("the cooperative-matrix kernels hold at most D = 128 in registers");
+    return 1;
+}
+
+/* The register-softmax KHR kernels: S 16 x SN x SK, P V fp16 16 x PN x 16, quad layout. */
+static int plan_khr_reg(const ctx *x, int i8, vk_plan *p, char *why, size_t why_size)
+{
+    const vk_caps *c = x->c;
+    if (!coop_common(x, why, why_size)) return 0;
+    if (!x->o->khr_built) return WHY("%s", "this build has no KHR cooperative-matrix kernels (no glslang >= 13)");
+    if (!(c->flags & MXA_VK_F_COOPMAT_KHR)) return WHY("no VK_KHR_cooperative_matrix");
+    if (!(c->flags & MXA_VK_F_SUBGROUP_SHUFFLE) || !(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup shuffle/vote");
+    const uint32_t sg = vk_caps_subgroup_32(c);
+    if (sg == UINT32_MAX) return WHY("the register softmax maps 16 rows onto 32 lanes; subgroup size %u", c->subgroup_size);
+    if (i8 && !(c->flags & MXA_VK_F_INT8)) return WHY("no int8 arithmetic");
+    if (!c->quad_ok[0] && !c->quad_ok[1])
+        return WHY("fragment layout: %s", c->layout_note[0] ? c->layout_note : "not measured");
+    const uint32_t warps = reg_warps(x->d), threads = warps * 32;
+    const int64_t kw = i8 ? x->d / 16 : x->d / 8;
+    if (i8 && x->d < 64) return WHY("the int8 register kernel needs 64 <= D <= 128");
+    if ((64 * kw) % threads != 0 || (64 * x->d / 8) % threads != 0)
+        return WHY("D = %lld does not split into whole 16-byte pieces per invocation", (long long)x->d);
+    const uint32_t shared = reg_shared(x->d, i8);
+    if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
+    /* S: the largest K first (fewer MMAs per block), then N = 16 */
+    static const uint32_t k_i8[] = {32, 16}, k_f16[] = {16, 8}, ns[] = {16, 8};
+    const uint32_t *ks = i8 ? k_i8 : k_f16;
+    const vk_coopmat_shape *s = NULL, *pv = NULL;
+    int shapes_listed = 0;
+    for (int ki = 0; ki < 2 && !s; ki++)
+        for (int ni = 0; ni < 2 && !s; ni++) {
+            const vk_coopmat_shape *t = vk_caps_find_shape(c, i8 ? VK_CT_S8 : VK_CT_F16, i8 ? VK_CT_S32 : VK_CT_F32, 16,
+                                                           ns[ni], ks[ki]);
+            if (!t || !shape_wanted(x->o, t)) continue;
+            shapes_listed = 1;
+            if (c->quad_ok[ns[ni] == 16 ? 0 : 1]) s = t;
+        }
+    if (!s)
+        return WHY(shapes_listed ? "no %s configuration with the quad fragment layout (%s)"
+                                 : "no subgroup %s 16xNxK configuration%s%s",
+                   i8 ? "int8 -> int32" : "fp16 -> fp32", shapes_listed ? c->layout_note : x->o->shape ? " of shape " : "",
+                   shapes_listed ? "" : x->o->shape ? x->o->shape : "");
+    for (int ni = 0; ni < 2 && !pv; ni++) {
+        const vk_coopmat_shape *t = vk_caps_find_shape(c, VK_CT_F16, VK_CT_F32, 16, ns[ni], 16);
+        if (t && c->quad_ok[ns[ni] == 16 ? 0 : 1]) pv = t;
+    }
+    if (!pv) return WHY("no fp16 16xNx16 -> fp32 configuration with the quad layout for P V");
+    p->s_shape = *s;
+    p->pv_shape = *pv;
+    p->subgroup_size = sg;
+    p->subgroups = warps;
+    p->local_size = threads;
+    p->rows_per_group = warps * 16;
+    p->shared_bytes = shared;
+    p->s_map = c->c_map[s->n == 16 ? 0 : 1];
+    p->o_map = c->c_map[pv->n == 16 ? 0 : 1];
+    p->a_map = c->a_map;
+    snprintf(p->reason, sizeof p->reason,
+             "KHR cooperative matrix %s %ux%ux%u for Q K^T and fp16 %ux%ux%u for P V on exact MXFP4 values, softmax in "
+             "registers (quad fragment layout)",
+             i8 ? "int8" : "fp16", s->m, s->n, s->k, pv->m, pv->n, pv->k);
+    return 1;
+}
+
+/* The shared-memory-softmax KHR kernels: any subgroup size 8..64, any layout, M 16 or 8. */
+static int plan_khr_smem(const ctx *x, int i8, vk_plan *p, char *why, size_t why_size)
+{
+    const vk_caps *c = x->c;
+    if (!coop_common(x, why, why_size)) return 0;
+    if (!x->o->khr_smem_built) return WHY("%s", "this build has no KHR shared-memory kernels (no glslang >= 13)");
+    if (!(c->flags & MXA_VK_F_COOPMAT_KHR)) return WHY("no VK_KHR_cooperative_matrix");
+    if (!(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup vote");
+    if (i8 && !(c->flags & MXA_VK_F_INT8)) return WHY("no int8 arithmetic");
+    if (c->subgroup_size < 8 || c->subgroup_size > 64) return WHY("subgroup size %u is outside 8..64", c->subgroup_size);
+    const vk_coopmat_shape *s = NULL, *pv = NULL;
+    for (uint32_t i = 0; i < c->n_khr && i < VK_MAX_SHAPES && !s; i++) {
+        const vk_coopmat_shape *t = &c->khr[i];
+        const int types = i8 ? t->a == VK_CT_S8 && t->b == VK_CT_S8 && t->c == VK_CT_S32 && t->r == VK_CT_S32
+                             : t->a == VK_CT_F16 && t->b == VK_CT_F16 && t->c == VK_CT_F32 && t->r == VK_CT_F32;
+        if (t->scope != VK_SCOPE_SUBGROUP_VALUE || !types || t->saturating || (t->m != 16 && t->m != 8)) continue;
+        if (32 % t->k != 0 || 64 % t->n != 0 || !shape_wanted(x->o, t)) continue;
+        /* P V with the same M, K 16 or 8 */
+        for (uint32_t j = 0; j < c->n_khr && j < VK_MAX_SHAPES; j++) {
+            const vk_coopmat_shape *u = &c->khr[j];
+            if (u->scope == VK_SCOPE_SUBGROUP_VALUE && u->a == VK_CT_F16 && u->b == VK_CT_F16 && u->c == VK_CT_F32 &&
+                u->r == VK_CT_F32 && !u->saturating && u->m == t->m && (u->k == 16 || u->k == 8) && 64 % u->n == 0 &&
+                x->d % u->n == 0 && (!pv || u->k > pv->k || (u->k == pv->k && u->n > pv->n)))
+                pv = u;
+        }
+        if (pv) s = t;
+    }
+    if (!s) return WHY("no subgroup %s configuration with M = 16 or 8 and a matching fp16 P V one%s%s",
+                       i8 ? "int8 -> int32" : "fp16 -> fp32", x->o->shape ? " of shape " : "", x->o->shape ? x->o->shape : "");
+    const uint32_t shared = smem_shared(s->m, pv->n);
+    if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
+    const uint32_t sg = c->subgroup_size;
+    p->s_shape = *s;
+    p->pv_shape = *pv;
+    /* pin the width the local size was computed for, where the driver lets us */
+    p->subgroup_size = (c->flags & MXA_VK_F_SUBGROUP_CTRL) && c->required_subgroup_stages_compute ? sg : 0;
+    p->subgroups = SMEM_WARPS;
+    p->local_size = SMEM_WARPS * sg;
+    p->rows_per_group = SMEM_WARPS * s->m;
+    p->shared_bytes = shared;
+    snprintf(p->reason, sizeof p->reason,
+             "KHR cooperative matrix %s %ux%ux%u for Q K^T and fp16 %ux%ux%u for P V on exact MXFP4 values, softmax "
+             "through shared memory%s%s",
+             i8 ? "int8" : "fp16", s->m, s->n, s->k, pv->m, pv->n, pv->k, c->layout_note[0] ? " (" : "",
+             c->layout_note[0] ? c->layout_note : "");
+    if (c->layout_note[0]) strncat(p->reason, ")", sizeof p->reason - strlen(p->reason) - 1);
+    return 1;
+}
+
+/* The NV kernels (attn_coopmat_nv*.comp): fp16 16x16x16, int8 16x16x32, subgroup 32. */
+static int plan_nv(const ctx *x, vk_variant_id id, vk_plan *p, char *why, size_t why_size)
+{
+    const vk_caps *c = x->c;
+    if (!coop_common(x, why, why_size)) return 0;
+    if (!x->o->nv_built) return WHY("the installed glslang could not compile the NV coopmat shaders");
+    if (!(c->flags & MXA_VK_F_COOPMAT_NV)) return WHY("no VK_NV_cooperative_matrix");
+    if (!(c->flags & MXA_VK_F_NV_F16_161616)) return WHY("no NV fp16 16x16x16 cooperative matrix shape");
+    if (!(c->flags & MXA_VK_F_SUBGROUP_SHUFFLE) || !(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup shuffle/vote");
+    if (c->subgroup_size != 32) return WHY("the NV kernels map 16 rows x 2 key blocks onto a subgroup of exactly 32");
+    const vk_coopmat_shape f16 = {16, 16, 16, VK_CT_F16, VK_CT_F16, VK_CT_F32, VK_CT_F32, VK_SCOPE_SUBGROUP_VALUE, 0};
+    const vk_coopmat_shape i8s = {16, 16, 32, VK_CT_S8, VK_CT_S8, VK_CT_S32, VK_CT_S32, VK_SCOPE_SUBGROUP_VALUE, 0};
+    if (id == VK_V_NV_F16_SMEM) {
+        if (c->max_shared < 6u * 1024u * SMEM_WARPS) return WHY("too little shared memory");
+        p->s_shape = p->pv_shape = f16;
+        p->subgroups = SMEM_WARPS;
+        p->shared_bytes = 6u * 1024u * SMEM_WARPS;
+        snprintf(p->reason, sizeof p->reason,
+                 "NV cooperative matrix fp16 16x16x16 on exact MXFP4 values, softmax through shared memory");
+    } else {
+        const int i8 = id == VK_V_NV_I8;
+        if (!(c->flags & MXA_VK_F_FRAGMENT_MAP)) return WHY("NV fragment layout: %s", c->layout_note[0] ? c->layout_note : "not measured");
+        const uint32_t warps = reg_warps(x->d), threads = warps * 32;
+        if (i8 && !(c->flags & MXA_VK_F_NV_I8_161632)) return WHY("no NV int8 16x16x32 cooperative matrix shape");
+        if (i8 && !(c->flags & MXA_VK_F_INT8)) return WHY("no int8 arithmetic");
+        if (i8 && (x->d < 64 || (64 * x->d / 16) % threads != 0)) return WHY("the int8 kernel needs 64 <= D <= 128");
+        if ((64 * x->d / 8) % threads != 0) return WHY("D = %lld does not split into whole 16-byte pieces", (long long)x->d);
+        const uint32_t shared = reg_shared(128, 0); /* the kernel is sized for D = 128 fp16 */
+        if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
+        p->s_shape = i8 ? i8s : f16;
+        p->pv_shape = f16;
+        p->subgroups = warps;
+        p->shared_bytes = shared;
+        snprintf(p->reason, sizeof p->reason, "NV cooperative matrix %s for Q K^T and fp16 16x16x16 for P V on exact MXFP4 "
+                 "values, softmax in registers", i8 ? "int8 16x16x32" : "fp16 16x16x16");
+    }
+    p->subgroup_size = 0;
+    p->local_size = p->subgroups * 32;
+    p->rows_per_group = p->subgroups * 16;
+    return 1;
+}
+
+/* intdot: packed 4x8 integer dot products, any D, any subgroup size >= 8 (attn_intdot.comp). */
+static int plan_intdot(const ctx *x, vk_plan *p, char *why, size_t why_size)
+{
+    const vk_caps *c = x->c;
+    if (x->o->disable_int_dot) return WHY("MXA_DISABLE_INT_DOT=1");
+    if (!x->o->intdot_built) return WHY("this build has no intdot kernel");
+    if (!(c->flags & MXA_VK_F_INT_DOT)) return WHY("no VK_KHR_shader_integer_dot_product");
+    if (x->call && !x->call->quantize_all) return WHY("the recipe leaves some tensor unquantized (int8 needs MXFP4 codes)");
+    if (x->call && x->call->bc != 64) return WHY("the intdot kernel is built for bc = 64");
+    p->subgroup_size = 0;
+    p->subgroups = 0;
+    p->local_size = 256;
+    p->rows_per_group = 64;
+    p->shared_bytes = 0;
+    snprintf(p->reason, sizeof p->reason, "packed int8 dot products (%s) on exact MXFP4 codes for Q K^T and P V",
+             c->int_dot_accel ? "accelerated" : "not accelerated on this device");
+    return 1;
+}
+
+static int plan_variant(const ctx *x, vk_variant_id id, vk_plan *p, char *why, size_t why_size)
+{
+    memset(p, 0, sizeof *p);
+    p->id = id;
+    p->variant = variant_names[id];
+    switch (id) {
+    case VK_V_KHR_I8: return plan_khr_reg(x, 1, p, why, why_size);
+    case VK_V_KHR_F16: return plan_khr_reg(x, 0, p, why, why_size);
+    case VK_V_KHR_I8_SMEM: return plan_khr_smem(x, 1, p, why, why_size);
+    case VK_V_KHR_F16_SMEM: return plan_khr_smem(x, 0, p, why, why_size);
+    case VK_V_NV_I8:
+    case VK_V_NV_F16:
+    case VK_V_NV_F16_SMEM: return plan_nv(x, id, p, why, why_size);
+    case VK_V_INTDOT: return plan_intdot(x, p, why, why_size);
+    default: return 0;
+    }
+}
+
+static void plan_scalar(vk_plan *p, const char *fmt, const char *a, const char *b)
+{
+    memset(p, 0, sizeof *p);
+    p->id = VK_V_SCALAR;
+    p->variant = variant_names[VK_V_SCALAR];
+    p->local_size = 64;
+    p->rows_per_group = 1;
+    snprintf(p->reason, sizeof p->reason, fmt, a, b);
+}
+
+void vk_select(const vk_caps *caps, const vk_select_call *call, const vk_select_opts *opts, vk_plan *plan)
+{
+    const ctx x = {caps, call, opts, call ? call->d : 128};
+    char why[192] = "";
+    if (opts->kernel) {
+        vk_variant_id id = VK_V_COUNT;
+        for (int i = 0; i < VK_V_COUNT; i++)
+            if (strcmp(opts->kernel, variant_names[i]) == 0) id = (vk_variant_id)i;
+        if (id == VK_V_SCALAR) return plan_scalar(plan, "MXA_KERNEL=%s%s", "scalar", "");
+        if (id != VK_V_COUNT) {
+            if (plan_variant(&x, id, plan, why, sizeof why)) return;
+            char forced[64];
+            snprintf(forced, sizeof forced, "MXA_KERNEL=%s", opts->kernel);
+            return plan_scalar(plan, "%s is not possible here (%s): scalar", forced, why);
+        }
+        /* a name of another backend's kernel: auto (mxa_env_kernel already warned) */
+    }
+    /* the reason the best coopmat variant is out, for the probe to say why the device runs something slower */
+    char first_why[192] = "";
+    for (size_t i = 0; i < sizeof auto_order / sizeof auto_order[0]; i++) {
+        if (plan_variant(&x, auto_order[i], plan, why, sizeof why)) {
+            if (auto_order[i] != VK_V_NV_I8 && auto_order[i] != VK_V_KHR_I8 && first_why[0]) {
+                const size_t len = strlen(plan->reason);
+                snprintf(plan->reason + len, sizeof plan->reason - len, "; not %s: %s",
+                         variant_names[VK_V_KHR_I8], first_why);
+            }
+            return;
+        }
+        if (auto_order[i] == VK_V_KHR_I8) snprintf(first_why, sizeof first_why, "%s", why);
+    }
+    plan_scalar(plan, "scalar: %s%s", first_why[0] ? first_why : why, "");
+}
