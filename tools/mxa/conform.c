@@ -36,6 +36,11 @@ const conform_switch conform_switches[] = {
     {"cpu", {"MXA_CPU_ISA", "avx512"}, CONFORM_SW_NEW_PATH},
     {"cpu", {"MXA_NUM_THREADS", "1"}, CONFORM_SW_ALWAYS},
     {"cpu", {"MXA_CPU_FUSED", "0"}, CONFORM_SW_ALWAYS}, /* the per-block QK kernel instead of the fused one */
+    {"vulkan", {"MXA_KERNEL", "coopmat-khr-i8"}, CONFORM_SW_MATCH},
+    {"vulkan", {"MXA_KERNEL", "coopmat-khr-f16"}, CONFORM_SW_MATCH},
+    {"vulkan", {"MXA_KERNEL", "coopmat-khr-i8-smem"}, CONFORM_SW_MATCH},
+    {"vulkan", {"MXA_KERNEL", "coopmat-khr-f16-smem"}, CONFORM_SW_MATCH},
+    {"vulkan", {"MXA_KERNEL", "intdot"}, CONFORM_SW_MATCH},
     {"vulkan", {"MXA_KERNEL", "coopmat-nv-i8"}, CONFORM_SW_MATCH},
     {"vulkan", {"MXA_KERNEL", "coopmat-nv-f16"}, CONFORM_SW_MATCH},
     {"vulkan", {"MXA_KERNEL", "coopmat-nv-f16-smem"}, CONFORM_SW_MATCH},
