@@ -22,13 +22,13 @@ if present; then
   echo "glslang13: glslang $want_glslang and SPIRV-Tools $want_spirv_tools present in $dir"
   exit 0
 fi
-echo "glslang13: installing ${pins[*]} into $dir"
 # A venv left half-made by an earlier failure is rebuilt from nothing; any other
 # non-empty folder at DIR is not ours to remove.
 if [ -d "$dir" ] && [ ! -f "$dir/pyvenv.cfg" ] && [ -n "$(ls -A "$dir")" ]; then
   echo "glslang13: $dir exists and is not a virtual environment; not touching it" >&2
   exit 1
 fi
+echo "glslang13: installing ${pins[*]} into $dir"
 rm -rf "$dir"
 mkdir -p "$(dirname "$dir")"
 if ! python3 -m venv "$dir" ||
