@@ -99,8 +99,13 @@ static uint32_t reg_shared(int64_t d, int i8)
 }
 
 #define SMEM_WARPS 4
-/* attn_coopmat_khr_smem.comp: per subgroup, the S tile (fp32), P^ (fp16) and the alpha block */
-static uint32_t smem_shared(uint32_t sm, uint32_t pn) { return SMEM_WARPS * (sm * 64u * 4u + sm * 64u * 2u + sm * pn * 4u); }
+/* attn_coopmat_khr_smem.comp, per subgroup: the S tile (fp32) and P^ (fp16) of SM rows x 64
+ * keys, the K scales and the block-scale products, the row state */
+static uint32_t smem_shared(uint32_t sm, int64_t d, int i8)
+{
+    const uint32_t nb = i8 ? (uint32_t)(d / 32) : 1u;
+    return SMEM_WARPS * (6u * sm * 64u + 4u * nb * (64u + sm) + 12u * sm + sm * 64u / 4u);
+}
 
 typedef struct ctx {
     const vk_caps *c;
@@ -213,7 +218,7 @@ static int plan_khr_smem(const ctx *x, int i8, vk_plan *p, char *why, size_t why
     }
     if (!s) return WHY("no subgroup %s configuration with M = 16 or 8 and a matching fp16 P V one%s%s",
                        i8 ? "int8 -> int32" : "fp16 -> fp32", x->o->shape ? " of shape " : "", x->o->shape ? x->o->shape : "");
-    const uint32_t shared = smem_shared(s->m, pv->n);
+    const uint32_t shared = smem_shared(s->m, x->d, i8);
     if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
     const uint32_t sg = c->subgroup_size;
     p->s_shape = *s;
