@@ -530,7 +530,7 @@ static int read_caps(jp *p, vk_caps *caps)
 {
     int seen[K_COUNT] = {0}, first = 1, r, idx;
     int layout = 0;
-    char key[40], scratch[512];
+    char key[40], scratch[1024];
     while ((r = next_member(p, &first, key, sizeof key)) == 1) {
         int k = -1;
         for (int i = 0; i < K_COUNT; i++)
