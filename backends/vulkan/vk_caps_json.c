@@ -40,9 +40,13 @@ static int fail(jp *p, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    if (p->err && p->err_size)
+    if (p->err && p->err_size) {
         snprintf(p->err, p->err_size, "profile line %zu, column %zu: %s%s%s", line, col, p->path,
                  p->path[0] ? ": " : "", what);
+        /* one line: a key read from the text may hold escaped control characters */
+        for (char *c = p->err; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    }
     return -1;
 }
 

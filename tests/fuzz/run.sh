@@ -16,8 +16,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$artifacts"
 status=0
-for target in npy quantize; do
+for target in npy quantize vk_caps_json; do
   bin="$build/tests/fuzz/fuzz_$target"
+  if [ "$target" = vk_caps_json ] && [ ! -x "$bin" ]; then echo "== fuzz_vk_caps_json: not built (no Vulkan backend): skipped"; continue; fi
   if [ ! -x "$bin" ]; then
     echo "run.sh: $bin is missing; build with: cmake --preset fuzz && cmake --build --preset fuzz" >&2
     exit 2
