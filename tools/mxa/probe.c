@@ -25,6 +25,14 @@
  *                                       each variant switch, set alone: what the device would run
  * }
  * Exit status: 0 at least one device is present, 1 none is, 2 an error (or a usage mistake).
+ *
+ * mxa probe --profile FILE [--json]: what the Vulkan backend would run on the device a
+ * capability profile describes (tests/vulkan/profiles/README.md), selection only: for
+ * D = 64 and 128 by default, and at D = 128 under each variant switch. JSON:
+ * { "profile": str, "selection_only": true,
+ *   "plans": [ { "d": int, "switch": str | null, "variant": str, "device": str,
+ *                "shapes": str, "workgroup": str, "why": str } ] }
+ * Exit status: 0, 1 when the profile cannot be read or planned (the reason on stderr), 2 usage.
  */
 #include <inttypes.h>
 #include <signal.h>
@@ -32,6 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "mxa/mxa_vulkan.h"
 
 #include "cli.h"
 #include "commands.h"
@@ -373,14 +383,134 @@ static const char *auto_device(const mxa_device_info *devs, int nd)
     return best ? best->id : NULL;
 }
 
+/* ---------------------------------------------------------------- --profile */
+
+/* One line of mxa_vulkan_profile_plan's detail ("key: value"), or "". */
+static void detail_field(const char *detail, const char *key, char *out, size_t size)
+{
+    const size_t klen = strlen(key);
+    out[0] = 0;
+    for (const char *line = detail; line && *line;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > klen + 1 && strncmp(line, key, klen) == 0 && line[klen] == ':' && line[klen + 1] == ' ') {
+            snprintf(out, size, "%.*s", (int)(len - klen - 2), line + klen + 2);
+            return;
+        }
+        line = end ? end + 1 : NULL;
+    }
+}
+
+static int probe_profile(const char *path, int json)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        cli_error("probe: --profile %s: cannot open it", path);
+        return CLI_FAIL;
+    }
+    enum { MAX_PROFILE = 1 << 20 };
+    char *text = malloc(MAX_PROFILE + 1);
+    size_t n = text ? fread(text, 1, MAX_PROFILE + 1, f) : 0;
+    const int read_error = ferror(f);
+    fclose(f);
+    if (!text || read_error || n > MAX_PROFILE) {
+        cli_error("probe: --profile %s: %s", path, !text ? "out of memory" : read_error ? "read error" : "larger than 1 MiB");
+        free(text);
+        return CLI_FAIL;
+    }
+    text[n] = 0;
+    if (memchr(text, 0, n)) {
+        cli_error("probe: --profile %s: a NUL byte in the text", path);
+        free(text);
+        return CLI_FAIL;
+    }
+    static const struct {
+        const char *label; /* NULL: the default */
+        const char *kernel;
+        unsigned flags;
+    } runs[] = {
+        {NULL, NULL, 0},
+        {"MXA_KERNEL=coopmat-khr-i8", "coopmat-khr-i8", 0},
+        {"MXA_KERNEL=coopmat-khr-f16", "coopmat-khr-f16", 0},
+        {"MXA_KERNEL=coopmat-khr-i8-smem", "coopmat-khr-i8-smem", 0},
+        {"MXA_KERNEL=coopmat-khr-f16-smem", "coopmat-khr-f16-smem", 0},
+        {"MXA_KERNEL=coopmat-nv-i8", "coopmat-nv-i8", 0},
+        {"MXA_KERNEL=coopmat-nv-f16", "coopmat-nv-f16", 0},
+        {"MXA_KERNEL=coopmat-nv-f16-smem", "coopmat-nv-f16-smem", 0},
+        {"MXA_KERNEL=intdot", "intdot", 0},
+        {"MXA_DISABLE_COOPMAT=1", NULL, MXA_VULKAN_PLAN_DISABLE_COOPMAT},
+        {"MXA_DISABLE_INT_DOT=1", NULL, MXA_VULKAN_PLAN_DISABLE_INT_DOT},
+    };
+    char def128[48] = "";
+    int first = 1;
+    if (json) {
+        printf("{\n  \"profile\": ");
+        json_string(path);
+        printf(",\n  \"selection_only\": true,\n  \"plans\": [");
+    }
+    for (int r = -1; r < CLI_COUNT(runs); r++) {
+        /* r = -1: the default at D = 64; then every run at D = 128 */
+        const int64_t d = r < 0 ? 64 : 128;
+        const int i = r < 0 ? 0 : r;
+        char variant[48], detail[1024], device[256], shapes[256], workgroup[256], why[512];
+        const mxa_status st = mxa_vulkan_profile_plan(text, d, runs[i].kernel, runs[i].flags, variant, sizeof variant,
+                                                      detail, sizeof detail);
+        if (st != MXA_OK) {
+            if (json) printf("\n  ]\n}\n");
+            cli_error("probe: --profile %s: %s", path, mxa_last_error_message());
+            free(text);
+            return CLI_FAIL;
+        }
+        detail_field(detail, "device", device, sizeof device);
+        detail_field(detail, "shapes", shapes, sizeof shapes);
+        detail_field(detail, "workgroup", workgroup, sizeof workgroup);
+        detail_field(detail, "why", why, sizeof why);
+        if (json) {
+            printf("%s\n    {\"d\": %lld, \"switch\": ", first ? "" : ",", (long long)d);
+            if (runs[i].label) json_string(runs[i].label);
+            else printf("null");
+            printf(", ");
+            json_key("variant", variant, 1);
+            json_key("device", device, 1);
+            json_key("shapes", shapes, 1);
+            json_key("workgroup", workgroup, 1);
+            json_key("why", why, 0);
+            printf("}");
+            first = 0;
+            continue;
+        }
+        if (r == -1) printf("mxa %s: profile %s (selection only, not run)\n\n  %-16s %s\n", mxa_version_string(), path,
+                            "device", device);
+        if (!runs[i].label) {
+            printf("\n  D = %-12lld %s\n    %-14s %s\n    %-14s %s\n    %-14s %s\n", (long long)d, variant, "shapes",
+                   shapes, "workgroup", workgroup, "why", why);
+            if (d == 128) {
+                snprintf(def128, sizeof def128, "%s", variant);
+                printf("\n  switches, each set alone (D = 128):\n");
+            }
+            continue;
+        }
+        const int changed = strcmp(variant, def128) != 0;
+        const int forced = runs[i].kernel != NULL;
+        printf("    %-32s %s%s\n", runs[i].label,
+               changed ? "-> " : forced && strcmp(runs[i].kernel, variant) != 0 ? "not possible here, stays " : "unchanged: ",
+               variant);
+        if (forced && strcmp(runs[i].kernel, variant) != 0) printf("    %-32s   (%s)\n", "", why);
+    }
+    if (json) printf("\n  ]\n}\n");
+    free(text);
+    return CLI_OK;
+}
+
 /* ------------------------------------------------------------------- main */
 
 int cmd_probe(int argc, char **argv)
 {
     cli_option options[] = {
         {"--json", NULL, "print JSON (stable keys, documented in tools/mxa/probe.c) instead of text", NULL},
+        {"--profile", "FILE", "a Vulkan capability profile (tests/vulkan/profiles): what mxa would run on that device and why; selection only, nothing runs", NULL},
     };
-    cli_spec spec = {"probe", "[--json]",
+    cli_spec spec = {"probe", "[--json] [--profile FILE]",
                      "Lists every backend this build knows (present, or absent with the reason) and every\n"
                      "device: the capabilities that drive kernel choice, the kernel variant mxa would run and\n"
                      "why, which device 'auto' picks, and what each environment switch would change here\n"
@@ -391,6 +521,7 @@ int cmd_probe(int argc, char **argv)
                      options, CLI_COUNT(options), 0, 0, {NULL}, 0};
     int rc = cli_parse(&spec, argc, argv);
     if (rc) return rc < 0 ? CLI_OK : rc;
+    if (options[1].value) return probe_profile(options[1].value, options[0].value != NULL);
 
     enum { NB = CLI_COUNT(backend_names) };
     backend_report *reports = calloc(NB, sizeof *reports);
