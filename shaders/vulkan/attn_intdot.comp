@@ -30,11 +30,14 @@
 // (P block scale x V block scale), an exact power of two, into the fp32 accumulator.
 //
 // Shared memory (bytes): BR D (Q) + 64 D + 256 (K or V^T) + 8 D (their scales) + 64 BR (P^)
-// + 12 BR: D 128, BR 64: 31,616; D 256, BR 32: 29,312; D 64, BR 64: 15,616.
+// + 12 BR: D 128, BR 64: 22,528; D 64, BR 64: 13,824; D 256, BR 32: 29,312 (BR 64: 39,936,
+// over a 32 KiB limit).
 // Bank conflicts: 16-byte reads are conflict-free per 8 lanes (128 bytes): Q and P^ reads are
 // broadcasts; K row j sits at j KW + j / 4 (uvec4), V^T row d's 16-key chunk k at
 // 4 d + (k ^ (d / 2 % 4)).
 //
+// Device requirements: shaderIntegerDotProduct, subgroup shuffles in compute, subgroups of at
+// least 8 invocations that are full (THREADS a multiple of the subgroup size, or one subgroup).
 // Constraints: THREADS % 8 == 0, 8 BR % THREADS == 0, BR % OR == 0, THREADS % (BR / OR) == 0
 // and D % CG == 0 (CG a multiple of 8 for conflict-free V^T reads); OCH is reduced to a
 // divisor of OC. MODE bit 0 (quantize P) must be set: unquantized P has no exact int8 form.
