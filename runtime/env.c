@@ -15,12 +15,11 @@
  * (the backends' tests check their names are listed here). */
 static const char *const kernel_names[] = {
     "scalar", "intdot", "coopmat-khr-i8", "coopmat-khr-f16", "coopmat-khr-i8-smem", "coopmat-khr-f16-smem", /* vulkan */
-    "coopmat-nv-i8", "coopmat-nv-f16", "coopmat-nv-f16-smem",
     "cl-mma-ptx", "cl-tiled",                                             /* opencl */
     "hip-mfma-fp4", "hip-mfma-i8", "hip-scalar", "mfma-fp4", "mfma-i8",   /* hip (also without "hip-") */
 };
 static const char kernel_list[] = "vulkan: scalar, intdot, coopmat-khr-i8, coopmat-khr-f16, coopmat-khr-i8-smem, "
-                                  "coopmat-khr-f16-smem, coopmat-nv-i8, coopmat-nv-f16, coopmat-nv-f16-smem; "
+                                  "coopmat-khr-f16-smem; "
                                   "opencl: cl-mma-ptx, cl-tiled; hip: hip-mfma-fp4, hip-mfma-i8, hip-scalar";
 
 #define MAX_WARNED 64

@@ -5,8 +5,6 @@
  * record); this file maps the plan onto prep kernels, buffers and specialization constants:
  *   coopmat-khr-i8 / -f16        attn_coopmat_khr.comp (register softmax, quad layout)
  *   coopmat-khr-i8-smem / -f16-smem  attn_coopmat_khr_smem.comp (any layout)
- *   coopmat-nv-i8 / -f16         attn_coopmat_nv_reg.comp (NV extension)
- *   coopmat-nv-f16-smem          attn_coopmat_nv.comp
  *   intdot                       attn_intdot.comp (packed int8 dot products)
  *   scalar                       attn_scalar.comp (one invocation per query row)
  * Everything is recorded into one command buffer and submitted once.
@@ -24,17 +22,20 @@ void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
 
 enum { S_QIN, S_KIN, S_VIN, S_QP, S_KP, S_VP, S_QS, S_KS, S_VS, S_O, S_LSE, S_VMAX };
 
+void vk_select_opts_built(vk_select_opts *o)
+{
+    o->khr_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_I8);
+    o->khr_smem_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM_I8);
+    o->intdot_built = vk_kernel_available(VK_K_ATTN_INTDOT) && vk_kernel_available(VK_K_PREP_V_I8);
+}
+
 void vk_select_opts_from_env(vk_select_opts *o)
 {
     o->kernel = mxa_env_kernel();
     o->shape = mxa_env_coopmat_shape();
     o->disable_coopmat = mxa_env_flag("MXA_DISABLE_COOPMAT");
     o->disable_int_dot = mxa_env_flag("MXA_DISABLE_INT_DOT");
-    o->khr_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_I8);
-    o->khr_smem_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM_I8);
-    o->nv_built = vk_kernel_available(VK_K_ATTN_COOPMAT_NV) && vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG) &&
-                  vk_kernel_available(VK_K_ATTN_COOPMAT_NV_I8);
-    o->intdot_built = vk_kernel_available(VK_K_ATTN_INTDOT) && vk_kernel_available(VK_K_PREP_V_I8);
+    vk_select_opts_built(o);
 }
 
 void vk_plan_call(const vk_probe_data *probe, const mxa_attention_call *call, vk_plan *plan)
@@ -89,22 +90,17 @@ typedef struct plan_kernels {
     int qk_i8;             /* Q/K scales per 32-block (else per row) */
     int v_transposed;      /* V^T [heads, D, n_pad] */
     int v_block_scales;    /* intdot: V scales per (column, 32-token block) */
-    int new_spec;          /* the specialization layout of attn_coopmat_khr*.comp / attn_intdot.comp */
 } plan_kernels;
 
 static plan_kernels kernels_of(vk_variant_id id)
 {
     switch (id) {
-    case VK_V_KHR_I8: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_I8, VK_K_PREP_QK_I8, VK_K_PREP_V_F16, 1, 2, 1, 1, 0, 1};
-    case VK_V_KHR_F16: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR, VK_K_PREP_QK_F16, VK_K_PREP_V_F16, 2, 2, 0, 1, 0, 1};
-    case VK_V_KHR_I8_SMEM:
-        return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_SMEM_I8, VK_K_PREP_QK_I8, VK_K_PREP_V_F16, 1, 2, 1, 1, 0, 1};
-    case VK_V_KHR_F16_SMEM: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_SMEM, VK_K_PREP_QK_F16, VK_K_PREP_V_F16, 2, 2, 0, 1, 0, 1};
-    case VK_V_NV_I8: return (plan_kernels){VK_K_ATTN_COOPMAT_NV_I8, VK_K_PREP_QK_I8, VK_K_PREP_V_F16, 1, 2, 1, 1, 0, 0};
-    case VK_V_NV_F16: return (plan_kernels){VK_K_ATTN_COOPMAT_NV_REG, VK_K_PREP_QK_F16, VK_K_PREP_V_F16, 2, 2, 0, 1, 0, 0};
-    case VK_V_NV_F16_SMEM: return (plan_kernels){VK_K_ATTN_COOPMAT_NV, VK_K_PREP_QK_F16, VK_K_PREP_V_F16, 2, 2, 0, 0, 0, 0};
-    case VK_V_INTDOT: return (plan_kernels){VK_K_ATTN_INTDOT, VK_K_PREP_QK_I8, VK_K_PREP_V_I8, 1, 1, 1, 1, 1, 1};
-    default: return (plan_kernels){VK_K_ATTN_SCALAR, VK_K_PREP_QK_F32, VK_K_PREP_V_F32, 4, 4, 0, 0, 0, 0};
+    case VK_V_KHR_I8: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_I8, VK_K_PREP_QK_I8, VK_K_PREP_V_F16, 1, 2, 1, 1, 0};
+    case VK_V_KHR_F16: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR, VK_K_PREP_QK_F16, VK_K_PREP_V_F16, 2, 2, 0, 1, 0};
+    case VK_V_KHR_I8_SMEM: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_SMEM_I8, VK_K_PREP_QK_I8, VK_K_PREP_V_F16, 1, 2, 1, 1, 0};
+    case VK_V_KHR_F16_SMEM: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_SMEM, VK_K_PREP_QK_F16, VK_K_PREP_V_F16, 2, 2, 0, 1, 0};
+    case VK_V_INTDOT: return (plan_kernels){VK_K_ATTN_INTDOT, VK_K_PREP_QK_I8, VK_K_PREP_V_I8, 1, 1, 1, 1, 1};
+    default: return (plan_kernels){VK_K_ATTN_SCALAR, VK_K_PREP_QK_F32, VK_K_PREP_V_F32, 4, 4, 0, 0, 0};
     }
 }
 
@@ -191,15 +187,11 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
             spec[4] = mode;
             spec[5] = (int32_t)plan.rows_per_group;
             for (int i = 0; i < 4; i++) spec[6 + i] = (int32_t)plan.tune[i];
-        } else if (pk_.new_spec) {
+        } else { /* attn_coopmat_khr*.comp */
             const int32_t rest[9] = {mode, (int32_t)plan.s_shape.m, (int32_t)plan.s_shape.n, (int32_t)plan.s_shape.k,
                                      (int32_t)plan.pv_shape.n, (int32_t)plan.pv_shape.k, (int32_t)plan.s_map,
                                      (int32_t)plan.o_map, (int32_t)plan.a_map};
             memcpy(spec + 4, rest, sizeof rest);
-        } else { /* attn_coopmat_nv*.comp: C_MAP, A_FROM_C, MODE */
-            spec[4] = (int32_t)dev->probe->c_map;
-            spec[5] = (int32_t)dev->probe->a_from_c;
-            spec[6] = mode;
         }
         vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
         st = vk_batch_dispatch(&batch, pk_.attn, spec, plan.subgroup_size, ba, 8, &pa, sizeof pa,

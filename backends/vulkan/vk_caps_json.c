@@ -350,9 +350,6 @@ static const struct {
     {"subgroup_shuffle", MXA_VK_F_SUBGROUP_SHUFFLE},
     {"subgroup_arith", MXA_VK_F_SUBGROUP_ARITH},
     {"coopmat_nv", MXA_VK_F_COOPMAT_NV},
-    {"coopmat_nv_f16_16x16x16", MXA_VK_F_NV_F16_161616},
-    {"coopmat_nv_i8_16x16x32", MXA_VK_F_NV_I8_161632},
-    {"coopmat_nv_fragment_map", MXA_VK_F_FRAGMENT_MAP},
     {"coopmat_khr", MXA_VK_F_COOPMAT_KHR},
     {"pipeline_stats", MXA_VK_F_PIPELINE_STATS},
 };
@@ -435,7 +432,7 @@ static int read_features(jp *p, uint32_t *flags)
             p->pos = at;
             skip_ws(p);
             return fail(p, "unknown feature (known: fp16, int8, storage16, storage8, int_dot, subgroup_size_control, "
-                           "subgroup_shuffle, subgroup_arith, coopmat_nv*, coopmat_khr, pipeline_stats)");
+                           "subgroup_shuffle, subgroup_arith, coopmat_nv, coopmat_khr, pipeline_stats)");
         }
         if (*flags & feature_names[f].bit) {
             p->pos = at;
@@ -598,11 +595,6 @@ static int read_caps(jp *p, vk_caps *caps)
     if (caps->n_khr && !(caps->flags & MXA_VK_F_COOPMAT_KHR)) {
         snprintf(p->path, sizeof p->path, "coopmat_khr");
         return fail(p, "configurations listed but \"features\" lacks \"coopmat_khr\"");
-    }
-    if ((caps->flags & (MXA_VK_F_NV_F16_161616 | MXA_VK_F_NV_I8_161632 | MXA_VK_F_FRAGMENT_MAP)) &&
-        !(caps->flags & MXA_VK_F_COOPMAT_NV)) {
-        snprintf(p->path, sizeof p->path, "features");
-        return fail(p, "a coopmat_nv_* feature without \"coopmat_nv\"");
     }
     if (caps->int_dot_accel && !(caps->flags & MXA_VK_F_INT_DOT)) {
         snprintf(p->path, sizeof p->path, "int_dot_accelerated");

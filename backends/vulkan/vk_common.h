@@ -43,14 +43,11 @@ typedef VkResult(VKAPI_PTR *mxa_pfn_coopmat_props_khr)(VkPhysicalDevice, uint32_
 #define MXA_VK_F_STORAGE8 (1u << 3)
 #define MXA_VK_F_INT_DOT (1u << 4)
 #define MXA_VK_F_SUBGROUP_CTRL (1u << 5)
-#define MXA_VK_F_COOPMAT_NV (1u << 6)
+#define MXA_VK_F_COOPMAT_NV (1u << 6)  /* VK_NV_cooperative_matrix present (recorded; mxa's kernels use KHR) */
 #define MXA_VK_F_COOPMAT_KHR (1u << 7)
-#define MXA_VK_F_NV_F16_161616 (1u << 8)  /* NV coopmat fp16 16x16x16 -> fp32, subgroup scope */
-#define MXA_VK_F_NV_I8_161632 (1u << 9)   /* NV coopmat int8 16x16x32 -> int32 */
 #define MXA_VK_F_SUBGROUP_SHUFFLE (1u << 10)
 #define MXA_VK_F_SUBGROUP_ARITH (1u << 11)
 #define MXA_VK_F_PIPELINE_STATS (1u << 13) /* VK_KHR_pipeline_executable_properties: statistics in the debug log */
-#define MXA_VK_F_FRAGMENT_MAP (1u << 12)  /* NV coopmat fp16 16x16 fragments mapped by a kernel (vk_coopmat_layout.c) */
 
 /* What the probe learns about one physical device (probe_data of the runtime). */
 typedef struct vk_probe_data {
@@ -64,8 +61,6 @@ typedef struct vk_probe_data {
     uint32_t timestamp_bits;      /* of the compute queue family; 0 = no timing */
     float timestamp_period;       /* ns per tick */
     uint32_t queue_family;
-    uint32_t c_map, a_from_c;     /* the fragment map (MXA_VK_F_FRAGMENT_MAP), as attn_coopmat_nv_reg.comp takes it */
-    char layout_note[96];         /* what the coopmat fragment-layout check found */
     vk_caps caps;                 /* the capability record kernel selection reads (vk_select.h) */
 } vk_probe_data;
 
@@ -86,10 +81,6 @@ typedef enum vk_kernel {
     VK_K_PREP_V_F32,
     VK_K_PREP_V_F16,
     VK_K_ATTN_SCALAR,
-    VK_K_ATTN_COOPMAT_NV,
-    VK_K_ATTN_COOPMAT_NV_REG,
-    VK_K_ATTN_COOPMAT_NV_I8,
-    VK_K_COOPMAT_LAYOUT,
     VK_K_ATTN_COOPMAT_KHR,
     VK_K_ATTN_COOPMAT_KHR_I8,
     VK_K_ATTN_COOPMAT_KHR_SMEM,
@@ -189,22 +180,20 @@ void vk_pipelines_destroy(vk_device *dev);
 void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy);
 
 /* ---- vk_coopmat_layout.c ---- */
-/* Runs coopmat_layout.comp on the device: 1 when its NV 16x16 cooperative-matrix fragments
- * have the quad structure the register-softmax kernel relies on, with the element orders
- * in probe->c_map and probe->a_from_c; otherwise 0. What it found goes to probe->layout_note. */
-int vk_coopmat_fragment_map(vk_probe_data *probe);
-/* The decoding step on the kernel's output (VK_LAYOUT_VALUES floats; see coopmat_layout.comp). */
-#define VK_LAYOUT_VALUES 514
-int vk_fragment_map_decode(const float *values, vk_probe_data *probe);
-/* The KHR counterpart (coopmat_layout_khr.comp) for the fp16 16x16 A matrix and the fp32
- * 16x16 and 16x8 accumulators the record lists: fills probe->caps.quad_ok, c_map, a_map,
- * layout_note; 1 if some accumulator shape has the quad layout. */
+/* Runs coopmat_layout_khr.comp on the device for the fp16 16x16 A matrix and the fp32 16x16
+ * and 16x8 accumulators the record lists: fills probe->caps.quad_ok, c_map, a_map and
+ * layout_note; 1 if some accumulator shape has the quad layout attn_coopmat_khr.comp needs. */
 int vk_khr_fragment_map(vk_probe_data *probe);
+/* The decoding step on the kernel's output (VK_LAYOUT_VALUES floats, see
+ * coopmat_layout_khr.comp) for the 16 x n accumulator (n = 16 or 8). */
+#define VK_LAYOUT_VALUES 514
 int vk_khr_fragment_map_decode(const float *values, int n, vk_caps *caps);
 
 /* ---- vk_quantize.c / vk_attention.c ---- */
 mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);
 mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_attention_info *info);
+/* Which kernels this build has (the *_built fields of vk_select_opts). */
+void vk_select_opts_built(vk_select_opts *o);
 /* The switches of the environment and the kernels this build has, for vk_select. */
 void vk_select_opts_from_env(vk_select_opts *o);
 /* The plan for a call on a probed device (the device default when call is NULL). */

@@ -1,13 +1,14 @@
 /*
- * The fragment map behind the register-softmax kernel. VK_NV_cooperative_matrix lets a
+ * The fragment map behind the register-softmax kernel. VK_KHR_cooperative_matrix lets a
  * shader index a matrix's elements but leaves open which (row, column) each index holds.
- * attn_coopmat_nv_reg.comp needs the quad structure of the tensor-core fragments: lane
- * L (g = L / 4, t = L % 4) holds rows g and g + 8, columns 2t, 2t + 1, 2t + 8, 2t + 9 of
- * a 16x16 matrix, in an order the driver picks (NVIDIA's fp16 and fp32 orders differ).
- * coopmat_layout.comp reports the real map once per device; the orders become
- * specialization constants, and anything else keeps the device on the shared-memory
- * kernel. The kernel's raw output is cached on disk (keyed like the pipeline cache), so
- * only the first probe on a machine pays for opening the device.
+ * attn_coopmat_khr.comp needs the quad structure of tensor-core fragments: lane L
+ * (g = L / 4, t = L % 4) holds rows g and g + 8 and columns 2t, 2t + 1 (and 2t + 8, 2t + 9
+ * in a 16-column matrix), in an order the driver picks (NVIDIA's fp16 and fp32 orders
+ * differ). coopmat_layout_khr.comp reports the real map once per device and accumulator
+ * width; the orders become specialization constants, and any other layout keeps the
+ * device on the shared-memory kernel. The kernel's raw output is cached on disk (keyed
+ * like the pipeline cache), so only the first probe on a machine pays for opening the
+ * device.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -79,75 +80,6 @@ static uint32_t pack_codes(const int *codes, int count, char *text)
     return map;
 }
 
-int vk_fragment_map_decode(const float *v, vk_probe_data *probe)
-{
-    char *note = probe->layout_note;
-    const size_t note_size = sizeof probe->layout_note;
-    int a[8], c[8];
-    if (v[512] != 8.0f || v[513] != 8.0f) {
-        note_set(note, note_size, "fragments hold %g (fp16) and %g (fp32) elements per lane, not 8", (double)v[512],
-                 (double)v[513]);
-        return 0;
-    }
-    if (!element_codes(v, 8, "fp16", a, note, note_size) || !element_codes(v + 256, 8, "fp32", c, note, note_size)) return 0;
-    probe->c_map = probe->a_from_c = 0;
-    char ca[9] = {0}, cc[9] = {0};
-    for (int i = 0; i < 8; i++) {
-        probe->c_map |= (uint32_t)c[i] << (3 * i);
-        for (int k = 0; k < 8; k++)
-            if (c[k] == a[i]) probe->a_from_c |= (uint32_t)k << (3 * i);
-        ca[i] = (char)('0' + a[i]);
-        cc[i] = (char)('0' + c[i]);
-    }
-    note_set(note, note_size, "fragment map: fp16 order %s, fp32 order %s", ca, cc);
-    return 1;
-}
-
-int vk_coopmat_fragment_map(vk_probe_data *probe)
-{
-    if (!vk_kernel_available(VK_K_COOPMAT_LAYOUT) || !vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG)) {
-        snprintf(probe->layout_note, sizeof probe->layout_note,
-                 "the installed glslang could not compile the layout check or the register kernel");
-        return 0;
-    }
-    char key[256];
-    vk_cache_key(probe, key, sizeof key);
-    void *cached = NULL;
-    size_t cached_size = 0;
-    if (mxa_cache_load(LAYOUT_CACHE, key, &cached, &cached_size) == MXA_OK) {
-        float v[VK_LAYOUT_VALUES];
-        const int ok = cached_size == sizeof v;
-        if (ok) memcpy(v, cached, sizeof v);
-        free(cached);
-        if (ok) {
-            MXA_LOG_I("vulkan: fragment map of device %04x from the cache", probe->device_id);
-            return vk_fragment_map_decode(v, probe);
-        }
-    }
-    mxa_clear_error();
-    vk_device *dev = NULL;
-    vk_buffer *out = NULL;
-    vk_batch batch;
-    float values[VK_LAYOUT_VALUES];
-    const int32_t spec[VK_SPEC_COUNT] = {0};
-    mxa_status st = vk_device_open(probe, &dev);
-    if (!st) st = vk_scratch(dev, 0, sizeof values, &out);
-    if (!st) st = vk_batch_begin(dev, 0, &batch);
-    if (!st) st = vk_batch_dispatch(&batch, VK_K_COOPMAT_LAYOUT, spec, 0, &out, 1, NULL, 0, 1, 1, 1);
-    if (!st) st = vk_batch_submit(&batch, NULL);
-    if (!st) st = vk_buffer_read(dev, out, 0, values, sizeof values);
-    vk_device_close(dev);
-    if (st) {
-        snprintf(probe->layout_note, sizeof probe->layout_note, "the layout check failed to run: %s",
-                 mxa_last_error_message());
-        mxa_clear_error();
-        return 0;
-    }
-    (void)mxa_cache_store(LAYOUT_CACHE, key, values, sizeof values); /* a failure is logged, not fatal */
-    mxa_clear_error();
-    return vk_fragment_map_decode(values, probe);
-}
-
 int vk_khr_fragment_map_decode(const float *v, int n, vk_caps *caps)
 {
     char *note = caps->layout_note;
@@ -192,7 +124,7 @@ int vk_khr_fragment_map(vk_probe_data *probe)
     vk_caps *caps = &probe->caps;
     caps->layout_note[0] = 0;
     caps->quad_ok[0] = caps->quad_ok[1] = 0;
-    if (!vk_kernel_available(VK_K_COOPMAT_LAYOUT_KHR) || !vk_kernel_available(VK_K_ATTN_COOPMAT_KHR)) {
+    if (!vk_kernel_available(VK_K_COOPMAT_LAYOUT_KHR) || !vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_I8)) {
         snprintf(caps->layout_note, sizeof caps->layout_note, "this build has no KHR layout check or register kernel");
         return 0;
     }

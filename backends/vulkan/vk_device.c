@@ -52,7 +52,6 @@ static mxa_status create_logical(vk_device *dev)
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-    VkPhysicalDeviceCooperativeMatrixFeaturesNV nv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
     mxa_vk_coopmat_features_khr khr = {.sType = MXA_VK_STYPE_COOPMAT_FEATURES_KHR};
     VkPhysicalDeviceShaderIntegerDotProductFeatures dot = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES};
@@ -71,12 +70,6 @@ static mxa_status create_logical(vk_device *dev)
         *tail = &f16;
         tail = &f16.pNext;
         if (!v12) exts[next++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
-    }
-    if (p->flags & MXA_VK_F_COOPMAT_NV) {
-        nv.cooperativeMatrix = VK_TRUE;
-        *tail = &nv;
-        tail = &nv.pNext;
-        exts[next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     }
     if (p->flags & MXA_VK_F_COOPMAT_KHR) {
         khr.cooperativeMatrix = VK_TRUE;

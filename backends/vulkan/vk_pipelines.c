@@ -29,18 +29,6 @@ static const spirv_blob blobs[VK_K_COUNT] = {
     [VK_K_PREP_V_F32] = BLOB(mxa_spv_prep_v_f32, "prep_v_f32"),
     [VK_K_PREP_V_F16] = BLOB(mxa_spv_prep_v_f16, "prep_v_f16"),
     [VK_K_ATTN_SCALAR] = BLOB(mxa_spv_attn_scalar, "attn_scalar"),
-#ifdef MXA_VK_HAVE_ATTN_COOPMAT_NV
-    [VK_K_ATTN_COOPMAT_NV] = BLOB(mxa_spv_attn_coopmat_nv, "attn_coopmat_nv"),
-#endif
-#ifdef MXA_VK_HAVE_ATTN_COOPMAT_NV_REG
-    [VK_K_ATTN_COOPMAT_NV_REG] = BLOB(mxa_spv_attn_coopmat_nv_reg, "attn_coopmat_nv_reg"),
-#endif
-#ifdef MXA_VK_HAVE_ATTN_COOPMAT_NV_I8
-    [VK_K_ATTN_COOPMAT_NV_I8] = BLOB(mxa_spv_attn_coopmat_nv_i8, "attn_coopmat_nv_i8"),
-#endif
-#ifdef MXA_VK_HAVE_COOPMAT_LAYOUT
-    [VK_K_COOPMAT_LAYOUT] = BLOB(mxa_spv_coopmat_layout, "coopmat_layout"),
-#endif
 #ifdef MXA_VK_HAVE_ATTN_COOPMAT_KHR
     [VK_K_ATTN_COOPMAT_KHR] = BLOB(mxa_spv_attn_coopmat_khr, "attn_coopmat_khr"),
 #endif

@@ -42,7 +42,7 @@ static void add_cap(char *buf, size_t size, const char *what)
  * CPU device) below mxa's native CPU backend (score 0) so that CI picks the CPU. */
 static int device_score(const vk_probe_data *d)
 {
-    int coop = (d->flags & (MXA_VK_F_COOPMAT_NV | MXA_VK_F_COOPMAT_KHR)) != 0;
+    int coop = (d->flags & MXA_VK_F_COOPMAT_KHR) != 0;
     switch (d->type) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return coop ? 100 : 50;
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return coop ? 40 : 20;
@@ -50,30 +50,6 @@ static int device_score(const vk_probe_data *d)
     case VK_PHYSICAL_DEVICE_TYPE_CPU: return -10;
     default: return -5;
     }
-}
-
-static void probe_coopmat_nv(VkPhysicalDevice pd, vk_probe_data *data)
-{
-    if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) return;
-    uint32_t n = 0;
-    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, NULL) != VK_SUCCESS || n == 0) return;
-    VkCooperativeMatrixPropertiesNV *p = calloc(n, sizeof *p);
-    if (!p) return;
-    for (uint32_t i = 0; i < n; i++) p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
-    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, p) == VK_SUCCESS) {
-        for (uint32_t i = 0; i < n; i++) {
-            if (p[i].scope != VK_SCOPE_SUBGROUP_NV) continue;
-            if (p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 && p[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                p[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV && p[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV)
-                data->flags |= MXA_VK_F_NV_F16_161616;
-            if (p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 32 && p[i].AType == VK_COMPONENT_TYPE_SINT8_NV &&
-                p[i].BType == VK_COMPONENT_TYPE_SINT8_NV && p[i].CType == VK_COMPONENT_TYPE_SINT32_NV &&
-                p[i].DType == VK_COMPONENT_TYPE_SINT32_NV)
-                data->flags |= MXA_VK_F_NV_I8_161632;
-        }
-    }
-    free(p);
 }
 
 /* Every subgroup-scope VK_KHR_cooperative_matrix configuration into data->caps.khr (at
@@ -170,9 +146,6 @@ static void vk_caps_from_probe(vk_probe_data *data, const VkPhysicalDeviceProper
     c->max_shared = base->limits.maxComputeSharedMemorySize;
     c->max_invocations = base->limits.maxComputeWorkGroupInvocations;
     /* the KHR fragment layout is not measured yet: quad_ok stays 0 ("unknown") */
-    c->nv_c_map = data->c_map;
-    c->nv_a_from_c = data->a_from_c;
-    memcpy(c->layout_note, data->layout_note, sizeof c->layout_note);
 }
 
 mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data *data, mxa_device_info *info)
@@ -272,7 +245,6 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
         (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
         (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT))
         data->flags |= MXA_VK_F_SUBGROUP_ARITH;
-    if (data->flags & MXA_VK_F_COOPMAT_NV) probe_coopmat_nv(pd, data);
     const uint32_t khr_configs = (data->flags & MXA_VK_F_COOPMAT_KHR) ? probe_coopmat_khr(inst, pd, data) : 0;
 
     /* compute queue family and its timestamp support */
@@ -297,8 +269,6 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     data->timestamp_bits = base.limits.timestampComputeAndGraphics || qf[data->queue_family].timestampValidBits
                                ? qf[data->queue_family].timestampValidBits : 0;
 
-    if ((data->flags & MXA_VK_F_COOPMAT_NV) && (data->flags & MXA_VK_F_NV_F16_161616) && vk_coopmat_fragment_map(data))
-        data->flags |= MXA_VK_F_FRAGMENT_MAP;
     vk_caps_from_probe(data, &base, e_drv ? &p_drv : NULL, e_sgc ? &p_sgc : NULL, e_dot ? &p_dot : NULL);
     if (data->flags & MXA_VK_F_COOPMAT_KHR) (void)vk_khr_fragment_map(data); /* fills data->caps.quad_ok, maps, note */
 
@@ -338,19 +308,13 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     }
     if (data->flags & MXA_VK_F_SUBGROUP_ARITH) { info->caps |= MXA_CAP_SUBGROUPS; add_cap(caps, cs, "subgroups"); }
     if (data->flags & MXA_VK_F_SUBGROUP_CTRL) add_cap(caps, cs, "subgroup-size-control");
-    if (data->flags & MXA_VK_F_COOPMAT_NV) {
-        info->caps |= MXA_CAP_COOPMAT;
-        add_cap(caps, cs, "coopmat-nv");
-        if (data->flags & MXA_VK_F_NV_F16_161616) add_cap(caps, cs, "(f16 16x16x16");
-        if (data->flags & MXA_VK_F_NV_I8_161632) add_cap(caps, cs, "i8 16x16x32");
-        if (data->flags & (MXA_VK_F_NV_F16_161616 | MXA_VK_F_NV_I8_161632)) add_cap(caps, cs, ")");
-        if (data->flags & MXA_VK_F_FRAGMENT_MAP) add_cap(caps, cs, "fragment-map");
-    }
+    if (data->flags & MXA_VK_F_COOPMAT_NV) add_cap(caps, cs, "coopmat-nv"); /* recorded; the kernels use KHR */
     if (data->flags & MXA_VK_F_COOPMAT_KHR) {
         info->caps |= MXA_CAP_COOPMAT;
         char t[160];
         khr_shapes_text(&data->caps, khr_configs, t, sizeof t);
         add_cap(caps, cs, t);
+        if (data->caps.quad_ok[0] || data->caps.quad_ok[1]) add_cap(caps, cs, "quad-layout");
     }
     if (data->timestamp_bits > 0) {
         info->caps |= MXA_CAP_TIMESTAMPS;

@@ -39,12 +39,7 @@ mxa_status mxa_vulkan_profile_plan(const char *json_text, int64_t head_dim, cons
     o.kernel = kernel;
     o.disable_coopmat = (flags & MXA_VULKAN_PLAN_DISABLE_COOPMAT) != 0;
     o.disable_int_dot = (flags & MXA_VULKAN_PLAN_DISABLE_INT_DOT) != 0;
-    /* this build's kernels, as vk_select_opts_from_env has them */
-    o.khr_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_I8);
-    o.khr_smem_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM_I8);
-    o.nv_built = vk_kernel_available(VK_K_ATTN_COOPMAT_NV) && vk_kernel_available(VK_K_ATTN_COOPMAT_NV_REG) &&
-                 vk_kernel_available(VK_K_ATTN_COOPMAT_NV_I8);
-    o.intdot_built = vk_kernel_available(VK_K_ATTN_INTDOT) && vk_kernel_available(VK_K_PREP_V_I8);
+    vk_select_opts_built(&o);
     const vk_select_call call = {head_dim, 64, 1};
     vk_plan p;
     vk_select(&caps, &call, &o, &p);

@@ -5,10 +5,20 @@
  * Shapes are picked from the configurations the driver enumerates, never by vendor; the
  * vendor and driver enter only through the denylist below, each entry with its source.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "vk_common.h"
+
+/* Text for people, cut at the buffer's end if it must be. */
+static void text_set(char *out, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, size, fmt, ap);
+    va_end(ap);
+}
 
 static const char *const variant_names[VK_V_COUNT] = {
     [VK_V_SCALAR] = "scalar",
@@ -17,14 +27,10 @@ static const char *const variant_names[VK_V_COUNT] = {
     [VK_V_KHR_F16] = "coopmat-khr-f16",
     [VK_V_KHR_I8_SMEM] = "coopmat-khr-i8-smem",
     [VK_V_KHR_F16_SMEM] = "coopmat-khr-f16-smem",
-    [VK_V_NV_I8] = "coopmat-nv-i8",
-    [VK_V_NV_F16] = "coopmat-nv-f16",
-    [VK_V_NV_F16_SMEM] = "coopmat-nv-f16-smem",
 };
 
 /* auto's order: fastest first (H200 measurements in the README) */
-static const vk_variant_id auto_order[] = {VK_V_NV_I8,       VK_V_KHR_I8,       VK_V_NV_F16,   VK_V_KHR_F16,
-                                           VK_V_KHR_I8_SMEM, VK_V_KHR_F16_SMEM, VK_V_NV_F16_SMEM, VK_V_INTDOT};
+static const vk_variant_id auto_order[] = {VK_V_KHR_I8, VK_V_KHR_F16, VK_V_KHR_I8_SMEM, VK_V_KHR_F16_SMEM, VK_V_INTDOT};
 
 const char *vk_variant_name(vk_variant_id id) { return id < VK_V_COUNT ? variant_names[id] : "?"; }
 
@@ -85,12 +91,12 @@ static int shape_wanted(const vk_select_opts *o, const vk_coopmat_shape *s)
     return !o->shape || (parse_shape(o->shape, &m, &n, &k) && s->m == m && s->n == n && s->k == k);
 }
 
-/* Subgroups of the register kernels: at D > 64, 128 query rows share each K/V tile load; at
+/* Subgroups of the register kernel: at D > 64, 128 query rows share each K/V tile load; at
  * D <= 64 the smaller tiles leave registers for two 64-row workgroups per SM (H200, N = 16384
- * D = 64: 155.6 against 116.2 TFLOP/s with 8 subgroups, measured on the NV kernel). */
+ * D = 64: 155.6 against 116.2 TFLOP/s with 8 subgroups, measured on its NV predecessor). */
 static uint32_t reg_warps(int64_t d) { return d <= 64 ? 4u : 8u; }
 
-/* Shared memory of attn_coopmat_khr.comp / attn_coopmat_nv_reg.comp: the K tile (64 keys,
+/* Shared memory of attn_coopmat_khr.comp: the K tile (64 keys,
  * rows padded by 16 bytes), the V^T tile (D rows of 64 keys + 16 bytes) and the K scales. */
 static uint32_t reg_shared(int64_t d, int i8)
 {
@@ -221,6 +227,8 @@ static int plan_khr_smem(const ctx *x, int i8, vk_plan *p, char *why, size_t why
     const uint32_t shared = smem_shared(s->m, x->d, i8);
     if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
     const uint32_t sg = c->subgroup_size;
+    if (SMEM_WARPS * sg > c->max_invocations)
+        return WHY("needs %u invocations per workgroup, the device allows %u", SMEM_WARPS * sg, c->max_invocations);
     p->s_shape = *s;
     p->pv_shape = *pv;
     /* pin the width the local size was computed for, where the driver lets us */
@@ -238,62 +246,37 @@ static int plan_khr_smem(const ctx *x, int i8, vk_plan *p, char *why, size_t why
     return 1;
 }
 
-/* The NV kernels (attn_coopmat_nv*.comp): fp16 16x16x16, int8 16x16x32, subgroup 32. */
-static int plan_nv(const ctx *x, vk_variant_id id, vk_plan *p, char *why, size_t why_size)
-{
-    const vk_caps *c = x->c;
-    if (!coop_common(x, why, why_size)) return 0;
-    if (!x->o->nv_built) return WHY("the installed glslang could not compile the NV coopmat shaders");
-    if (!(c->flags & MXA_VK_F_COOPMAT_NV)) return WHY("no VK_NV_cooperative_matrix");
-    if (!(c->flags & MXA_VK_F_NV_F16_161616)) return WHY("no NV fp16 16x16x16 cooperative matrix shape");
-    if (!(c->flags & MXA_VK_F_SUBGROUP_SHUFFLE) || !(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup shuffle/vote");
-    if (c->subgroup_size != 32) return WHY("the NV kernels map 16 rows x 2 key blocks onto a subgroup of exactly 32");
-    const vk_coopmat_shape f16 = {16, 16, 16, VK_CT_F16, VK_CT_F16, VK_CT_F32, VK_CT_F32, VK_SCOPE_SUBGROUP_VALUE, 0};
-    const vk_coopmat_shape i8s = {16, 16, 32, VK_CT_S8, VK_CT_S8, VK_CT_S32, VK_CT_S32, VK_SCOPE_SUBGROUP_VALUE, 0};
-    if (id == VK_V_NV_F16_SMEM) {
-        if (c->max_shared < 6u * 1024u * SMEM_WARPS) return WHY("too little shared memory");
-        p->s_shape = p->pv_shape = f16;
-        p->subgroups = SMEM_WARPS;
-        p->shared_bytes = 6u * 1024u * SMEM_WARPS;
-        snprintf(p->reason, sizeof p->reason,
-                 "NV cooperative matrix fp16 16x16x16 on exact MXFP4 values, softmax through shared memory");
-    } else {
-        const int i8 = id == VK_V_NV_I8;
-        if (!(c->flags & MXA_VK_F_FRAGMENT_MAP)) return WHY("NV fragment layout: %s", c->layout_note[0] ? c->layout_note : "not measured");
-        const uint32_t warps = reg_warps(x->d), threads = warps * 32;
-        if (i8 && !(c->flags & MXA_VK_F_NV_I8_161632)) return WHY("no NV int8 16x16x32 cooperative matrix shape");
-        if (i8 && !(c->flags & MXA_VK_F_INT8)) return WHY("no int8 arithmetic");
-        if (i8 && (x->d < 64 || (64 * x->d / 16) % threads != 0)) return WHY("the int8 kernel needs 64 <= D <= 128");
-        if ((64 * x->d / 8) % threads != 0) return WHY("D = %lld does not split into whole 16-byte pieces", (long long)x->d);
-        const uint32_t shared = reg_shared(128, 0); /* the kernel is sized for D = 128 fp16 */
-        if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
-        p->s_shape = i8 ? i8s : f16;
-        p->pv_shape = f16;
-        p->subgroups = warps;
-        p->shared_bytes = shared;
-        snprintf(p->reason, sizeof p->reason, "NV cooperative matrix %s for Q K^T and fp16 16x16x16 for P V on exact MXFP4 "
-                 "values, softmax in registers", i8 ? "int8 16x16x32" : "fp16 16x16x16");
-    }
-    p->subgroup_size = 0;
-    p->local_size = p->subgroups * 32;
-    p->rows_per_group = p->subgroups * 16;
-    return 1;
-}
+/* intdot (attn_intdot.comp): packed 4x8 integer dot products, any D, subgroups of 8 or more
+ * (its row reductions span 8 lanes), in full subgroups. Its tiles: BR query rows per
+ * workgroup (64; 32 above D = 128 so that 32 KiB of shared memory suffices), THREADS
+ * invocations, OR rows x D / (THREADS OR / BR) columns of O per invocation, OCH columns per
+ * chunk. */
+static uint32_t intdot_shared(int64_t d, uint32_t br) { return br * (uint32_t)d + 72u * (uint32_t)d + 76u * br + 256u; }
 
-/* intdot: packed 4x8 integer dot products, any D, any subgroup size >= 8 (attn_intdot.comp). */
 static int plan_intdot(const ctx *x, vk_plan *p, char *why, size_t why_size)
 {
     const vk_caps *c = x->c;
     if (x->o->disable_int_dot) return WHY("MXA_DISABLE_INT_DOT=1");
     if (!x->o->intdot_built) return WHY("this build has no intdot kernel");
     if (!(c->flags & MXA_VK_F_INT_DOT)) return WHY("no VK_KHR_shader_integer_dot_product");
+    if (!(c->flags & MXA_VK_F_SUBGROUP_SHUFFLE)) return WHY("no subgroup shuffle");
+    if (c->subgroup_size < 8) return WHY("subgroup size %u: the row reductions span 8 lanes", c->subgroup_size);
     if (x->call && !x->call->quantize_all) return WHY("the recipe leaves some tensor unquantized (int8 needs MXFP4 codes)");
     if (x->call && x->call->bc != 64) return WHY("the intdot kernel is built for bc = 64");
-    p->subgroup_size = 0;
+    const uint32_t threads = 128, orows = 4, och = 8;
+    uint32_t br = x->d > 128 ? 32 : 64;
+    if (c->max_shared < intdot_shared(x->d, br)) br = 32;
+    if (c->max_shared < intdot_shared(x->d, br))
+        return WHY("needs %u bytes of shared memory, the device has %u", intdot_shared(x->d, br), c->max_shared);
+    if (c->max_invocations < threads) return WHY("needs %u invocations per workgroup, the device allows %u", threads, c->max_invocations);
+    if (threads % c->subgroup_size != 0 && c->subgroup_size < threads) return WHY("subgroup size %u does not divide %u", c->subgroup_size, threads);
+    p->subgroup_size = (c->flags & MXA_VK_F_SUBGROUP_CTRL) && c->required_subgroup_stages_compute ? c->subgroup_size : 0;
     p->subgroups = 0;
-    p->local_size = 256;
-    p->rows_per_group = 64;
-    p->shared_bytes = 0;
+    p->local_size = threads;
+    p->rows_per_group = br;
+    p->shared_bytes = intdot_shared(x->d, br);
+    p->tune[0] = orows;
+    p->tune[1] = och;
     snprintf(p->reason, sizeof p->reason, "packed int8 dot products (%s) on exact MXFP4 codes for Q K^T and P V",
              c->int_dot_accel ? "accelerated" : "not accelerated on this device");
     return 1;
@@ -309,9 +292,6 @@ static int plan_variant(const ctx *x, vk_variant_id id, vk_plan *p, char *why, s
     case VK_V_KHR_F16: return plan_khr_reg(x, 0, p, why, why_size);
     case VK_V_KHR_I8_SMEM: return plan_khr_smem(x, 1, p, why, why_size);
     case VK_V_KHR_F16_SMEM: return plan_khr_smem(x, 0, p, why, why_size);
-    case VK_V_NV_I8:
-    case VK_V_NV_F16:
-    case VK_V_NV_F16_SMEM: return plan_nv(x, id, p, why, why_size);
     case VK_V_INTDOT: return plan_intdot(x, p, why, why_size);
     default: return 0;
     }
@@ -324,7 +304,7 @@ static void plan_scalar(vk_plan *p, const char *fmt, const char *a, const char *
     p->variant = variant_names[VK_V_SCALAR];
     p->local_size = 64;
     p->rows_per_group = 1;
-    snprintf(p->reason, sizeof p->reason, fmt, a, b);
+    text_set(p->reason, sizeof p->reason, fmt, a, b);
 }
 
 void vk_select(const vk_caps *caps, const vk_select_call *call, const vk_select_opts *opts, vk_plan *plan)
@@ -344,18 +324,25 @@ void vk_select(const vk_caps *caps, const vk_select_call *call, const vk_select_
         }
         /* a name of another backend's kernel: auto (mxa_env_kernel already warned) */
     }
-    /* the reason the best coopmat variant is out, for the probe to say why the device runs something slower */
-    char first_why[192] = "";
+    /* why the register and shared-memory kernels are out, for the probe to say why a device
+     * runs something slower */
+    char out_why[2][160] = {"", ""};
     for (size_t i = 0; i < sizeof auto_order / sizeof auto_order[0]; i++) {
+        const int slot = auto_order[i] == VK_V_KHR_I8 ? 0 : auto_order[i] == VK_V_KHR_I8_SMEM ? 1 : -1;
         if (plan_variant(&x, auto_order[i], plan, why, sizeof why)) {
-            if (auto_order[i] != VK_V_NV_I8 && auto_order[i] != VK_V_KHR_I8 && first_why[0]) {
-                const size_t len = strlen(plan->reason);
-                snprintf(plan->reason + len, sizeof plan->reason - len, "; not %s: %s",
-                         variant_names[VK_V_KHR_I8], first_why);
-            }
+            for (int k = 0; k < 2; k++)
+                if (out_why[k][0]) {
+                    const size_t len = strlen(plan->reason);
+                    text_set(plan->reason + len, sizeof plan->reason - len, "; not %s: %s",
+                             variant_names[k ? VK_V_KHR_I8_SMEM : VK_V_KHR_I8], out_why[k]);
+                }
             return;
         }
-        if (auto_order[i] == VK_V_KHR_I8) snprintf(first_why, sizeof first_why, "%s", why);
+        if (slot >= 0) snprintf(out_why[slot], sizeof out_why[slot], "%s", why);
     }
-    plan_scalar(plan, "scalar: %s%s", first_why[0] ? first_why : why, "");
+    /* why here is intdot's: the last one tried */
+    char rest[340];
+    text_set(rest, sizeof rest, "not %s: %s; not %s: %s", variant_names[VK_V_KHR_I8], out_why[0],
+             variant_names[VK_V_KHR_I8_SMEM], out_why[1]);
+    plan_scalar(plan, "scalar: %s; not intdot: %s", rest, why);
 }

@@ -60,7 +60,6 @@ typedef struct vk_caps {
     uint32_t quad_ok[2];
     uint32_t c_map[2];       /* 3-bit codes per accumulator element (attn_coopmat_khr.comp) */
     uint32_t a_map;          /* 3-bit codes per fp16 A element */
-    uint32_t nv_c_map, nv_a_from_c; /* the NV kernels' map (MXA_VK_F_FRAGMENT_MAP) */
     char layout_note[96];
 } vk_caps;
 
@@ -70,7 +69,7 @@ typedef struct vk_select_opts {
     const char *shape;        /* MXA_COOPMAT_SHAPE "MxNxK", NULL for the preferred one */
     int disable_coopmat;      /* MXA_DISABLE_COOPMAT */
     int disable_int_dot;      /* MXA_DISABLE_INT_DOT */
-    int khr_built, khr_smem_built, nv_built, intdot_built; /* which shaders this build has */
+    int khr_built, khr_smem_built, intdot_built; /* which shaders this build has */
 } vk_select_opts;
 
 /* The call's properties selection depends on (a NULL call in vk_select: the device default). */
@@ -87,9 +86,6 @@ typedef enum vk_variant_id {
     VK_V_KHR_F16,
     VK_V_KHR_I8_SMEM,
     VK_V_KHR_F16_SMEM,
-    VK_V_NV_I8,
-    VK_V_NV_F16,
-    VK_V_NV_F16_SMEM,
     VK_V_COUNT
 } vk_variant_id;
 
@@ -100,8 +96,7 @@ const char *vk_variant_name(vk_variant_id id);
 typedef struct vk_plan {
     vk_variant_id id;
     const char *variant;        /* "coopmat-khr-i8", "coopmat-khr-f16", "coopmat-khr-i8-smem",
-                                   "coopmat-khr-f16-smem", "coopmat-nv-i8", "coopmat-nv-f16",
-                                   "coopmat-nv-f16-smem", "intdot", "scalar" */
+                                   "coopmat-khr-f16-smem", "intdot", "scalar" */
     vk_coopmat_shape s_shape;   /* Q K^T configuration (coopmat variants) */
     vk_coopmat_shape pv_shape;  /* P V configuration (coopmat variants) */
     uint32_t subgroup_size;     /* required subgroup size, 0 = the device's default */
@@ -111,7 +106,7 @@ typedef struct vk_plan {
     uint32_t shared_bytes;      /* shared memory the kernel declares */
     uint32_t s_map, o_map, a_map; /* register kernels: the fragment element orders (vk_caps) */
     uint32_t tune[4];           /* kernel-specific specialization constants (intdot's tiles) */
-    char reason[256];
+    char reason[512];
 } vk_plan;
 
 /* Chooses the plan; never fails (scalar runs anywhere). */

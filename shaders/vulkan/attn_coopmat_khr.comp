@@ -137,8 +137,12 @@ float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, s
 float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShuffleXor(x, 2u); }
 
 // MXFP4(p) * 2^12 for p in [0, 1] under the block exponent ex (exb = (ex + 127) << 23,
-// sat = 6 * 2^ex), as in attn_coopmat_nv_reg.comp: clamping at sat saturates, adding then
-// subtracting c = 2^(max(e, ex) + 22) rounds to the E2M1 step, ties to even.
+// sat = 6 * 2^ex): clamping at sat saturates, and adding then subtracting
+// c = 2^(max(e, ex) + 22), e the binade of the clamped p, rounds it to its E2M1 step in that
+// binade, ties to even (c is a multiple of twice the step). A one-off check found it equal
+// to the compare-chain form for every normal p < 2^(ex + 4) at ex = -127, -126, -100, -10
+// and -4 ... 0; a subnormal p may flush to 0 (its weight is below 2^-126 of the row
+// maximum). `precise` keeps the compiler from folding (x + c) - c.
 float quantize_p(float p, uint exb, float sat)
 {
     const float pm = min(p, sat);
@@ -148,7 +152,9 @@ float quantize_p(float p, uint exb, float sat)
     return r * P_SCALE;
 }
 
-// This invocation's share of the key tile starting at j0 (see attn_coopmat_nv_reg.comp).
+// This invocation's share of the key tile starting at j0: PER_THREAD_K uvec4 of K rows,
+// PER_THREAD of V^T rows, and PER_THREAD_S of the tile's BC * NB K scales. k_at, v_at: its
+// first pieces in tile 0 (THREADS is a multiple of a V^T row's uvec4 count).
 void fetch_tile(uint j0, uint tid, uint k_at, uint v_at, uint ks_at, out uvec4 k_next[PER_THREAD_K], out uvec4 v_next[PER_THREAD],
                 out float ks_next[PER_THREAD_S])
 {
@@ -326,7 +332,10 @@ void main()
                 }
             }
             if (QUANT_P) {
-                // The block's largest P~ is the exp2 of its largest S (see attn_coopmat_nv_reg.comp).
+                // The block's largest P~ is the exp2 of its largest S (the same operands as that
+                // element's own P~), as long as exp2 is monotonic; were it not somewhere, a P~
+                // 1 ulp above a block exponent boundary could saturate. Saves a max per
+                // element over P~'s bits.
                 const float pm_hi = exp2(bm_hi[blk] - mz_hi), pm_lo = exp2(bm_lo[blk] - mz_lo);
                 const uint exb_hi = uint(mx_exponent(floatBitsToUint(pm_hi), KIND, pc.t) + 127) << 23;
                 const uint exb_lo = uint(mx_exponent(floatBitsToUint(pm_lo), KIND, pc.t) + 127) << 23;

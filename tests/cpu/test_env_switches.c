@@ -112,7 +112,7 @@ static void test_integers(void **state)
 static void test_kernel(void **state)
 {
     (void)state;
-    static const char *const known[] = {"scalar", "coopmat-nv-i8", "coopmat-nv-f16", "coopmat-nv-f16-smem",
+    static const char *const known[] = {"scalar", "intdot", "coopmat-khr-i8", "coopmat-khr-f16", "coopmat-khr-i8-smem", "coopmat-khr-f16-smem",
                                         "cl-mma-ptx", "cl-tiled", "hip-mfma-fp4", "hip-mfma-i8", "hip-scalar",
                                         "mfma-i8"};
     fresh();
@@ -126,7 +126,7 @@ static void test_kernel(void **state)
     for (int rep = 0; rep < 3; rep++) assert_null(mxa_env_kernel());
     mxa_env_check_switches();
     assert_int_equal(count("MXA_KERNEL=nonexistent names no kernel variant", "cl-tiled", "chosen automatically"), 1);
-    assert_int_equal(count("coopmat-nv-i8", "hip-mfma-fp4", NULL), 1);
+    assert_int_equal(count("coopmat-khr-i8", "hip-mfma-fp4", NULL), 1);
     assert_int_equal(nlines, 1);
     unsetenv("MXA_KERNEL");
 }

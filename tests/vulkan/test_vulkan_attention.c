@@ -18,8 +18,8 @@
 /*
  * NMSE thresholds vs the reference at the same Bc, set from measurement. Worst NMSE
  * seen over this file's cases: lavapipe (scalar) mxattention 4.2e-15, ocp-direct
- * 1.3e-14, fp32 1.8e-14; H200 coopmat-nv-i8 9.1e-15 / 2.7e-14 / 3.4e-14, coopmat-nv-f16
- * (register softmax) 7.3e-15 / 2.4e-14 / 3.4e-14 and coopmat-nv-f16-smem 7.3e-15 / 2.6e-14 /
+ * 1.3e-14, fp32 1.8e-14; H200, the NV-extension predecessors of the KHR kernels: i8 9.1e-15 / 2.7e-14 / 3.4e-14, f16
+ * (register softmax) 7.3e-15 / 2.4e-14 / 3.4e-14 and f16 smem 7.3e-15 / 2.6e-14 /
  * 3.4e-14, H200 scalar
  * 5.2e-15 / 7.2e-15 / 3.4e-14. Block products are exact, so only fp32 summation order
  * and exp() ulps differ. The quantized limits leave room for what the data here did

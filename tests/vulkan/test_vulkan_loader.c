@@ -192,9 +192,13 @@ static void test_bad_loaders(void **state)
 static void test_kernel_names_listed(void **state)
 {
     (void)state;
-    static const char *const forced[] = {NULL, "scalar", "coopmat-nv-i8", "coopmat-nv-f16", "coopmat-nv-f16-smem"};
-    vk_probe_data full = {.flags = ~0u, .subgroup_size = 32, .max_shared = 64 * 1024}, none = {0};
-    snprintf(full.layout_note, sizeof full.layout_note, "test");
+    static const char *const forced[] = {NULL,          "scalar",          "intdot", "coopmat-khr-i8", "coopmat-khr-f16",
+                                         "coopmat-khr-i8-smem", "coopmat-khr-f16-smem"};
+    vk_probe_data full = {.flags = ~0u}, none = {0};
+    full.caps = (vk_caps){.flags = ~0u, .int_dot_accel = 1, .subgroup_size = 32, .subgroup_min = 32, .subgroup_max = 32,
+                          .max_shared = 64 * 1024, .max_invocations = 1024, .n_khr = 2, .quad_ok = {1, 1}};
+    full.caps.khr[0] = (vk_coopmat_shape){16, 16, 32, VK_CT_S8, VK_CT_S8, VK_CT_S32, VK_CT_S32, VK_SCOPE_SUBGROUP_VALUE, 0};
+    full.caps.khr[1] = (vk_coopmat_shape){16, 16, 16, VK_CT_F16, VK_CT_F16, VK_CT_F32, VK_CT_F32, VK_SCOPE_SUBGROUP_VALUE, 0};
     const vk_probe_data *devices[] = {&full, &none};
     for (size_t d = 0; d < 2; d++)
         for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++) {

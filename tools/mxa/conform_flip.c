@@ -712,7 +712,7 @@ static void describe_flips(const trace *t, const flips *f, const side_fit *s, ch
  * side allows (trace.half_pv); every other variant is held to fp32 alone. */
 static int fp16_pv_variant(const char *variant)
 {
-    return strncmp(variant, "coopmat-nv-", 11) == 0 || strncmp(variant, "coopmat-khr-", 12) == 0;
+    return strncmp(variant, "coopmat-khr-", 12) == 0;
 }
 
 /* The old comparison (whole-output NMSE only) for problems outside the trace. */
