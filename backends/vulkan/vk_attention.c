@@ -22,13 +22,6 @@ void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
 
 enum { S_QIN, S_KIN, S_VIN, S_QP, S_KP, S_VP, S_QS, S_KS, S_VS, S_O, S_LSE, S_VMAX };
 
-void vk_select_opts_built(vk_select_opts *o)
-{
-    o->khr_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_I8);
-    o->khr_smem_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM_I8);
-    o->intdot_built = vk_kernel_available(VK_K_ATTN_INTDOT) && vk_kernel_available(VK_K_PREP_V_I8);
-}
-
 void vk_select_opts_from_env(vk_select_opts *o)
 {
     o->kernel = mxa_env_kernel();

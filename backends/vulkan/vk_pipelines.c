@@ -60,6 +60,18 @@ int vk_kernel_available(vk_kernel kernel)
     return kernel < VK_K_COUNT && blobs[kernel].code != NULL;
 }
 
+void vk_select_opts_built(vk_select_opts *o)
+{
+    o->khr_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_I8);
+    o->khr_smem_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM_I8);
+    o->intdot_built = vk_kernel_available(VK_K_ATTN_INTDOT) && vk_kernel_available(VK_K_PREP_V_I8);
+#ifdef MXA_VK_KHR_MISSING_REASON
+    o->khr_missing = MXA_VK_KHR_MISSING_REASON;
+#else
+    o->khr_missing = NULL;
+#endif
+}
+
 /* Hash of every embedded shader: part of the pipeline-cache key. */
 uint64_t vk_shader_hash(void)
 {

@@ -140,7 +140,8 @@ static int plan_khr_reg(const ctx *x, int i8, vk_plan *p, char *why, size_t why_
 {
     const vk_caps *c = x->c;
     if (!coop_common(x, why, why_size)) return 0;
-    if (!x->o->khr_built) return WHY("%s", "this build has no KHR cooperative-matrix kernels (no glslang >= 13)");
+    if (!x->o->khr_built)
+        return WHY("this build has no KHR cooperative-matrix kernels: %s", x->o->khr_missing ? x->o->khr_missing : "not compiled");
     if (!(c->flags & MXA_VK_F_COOPMAT_KHR)) return WHY("no VK_KHR_cooperative_matrix");
     if (!(c->flags & MXA_VK_F_SUBGROUP_SHUFFLE) || !(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup shuffle/vote");
     const uint32_t sg = vk_caps_subgroup_32(c);
@@ -200,7 +201,8 @@ static int plan_khr_smem(const ctx *x, int i8, vk_plan *p, char *why, size_t why
 {
     const vk_caps *c = x->c;
     if (!coop_common(x, why, why_size)) return 0;
-    if (!x->o->khr_smem_built) return WHY("%s", "this build has no KHR shared-memory kernels (no glslang >= 13)");
+    if (!x->o->khr_smem_built)
+        return WHY("this build has no KHR shared-memory kernels: %s", x->o->khr_missing ? x->o->khr_missing : "not compiled");
     if (!(c->flags & MXA_VK_F_COOPMAT_KHR)) return WHY("no VK_KHR_cooperative_matrix");
     if (!(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup vote");
     if (i8 && !(c->flags & MXA_VK_F_INT8)) return WHY("no int8 arithmetic");

@@ -70,6 +70,7 @@ typedef struct vk_select_opts {
     int disable_coopmat;      /* MXA_DISABLE_COOPMAT */
     int disable_int_dot;      /* MXA_DISABLE_INT_DOT */
     int khr_built, khr_smem_built, intdot_built; /* which shaders this build has */
+    const char *khr_missing;  /* why the KHR shaders are not built, NULL when they are */
 } vk_select_opts;
 
 /* The call's properties selection depends on (a NULL call in vk_select: the device default). */

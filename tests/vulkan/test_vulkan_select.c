@@ -422,6 +422,26 @@ static void test_lavapipe_profile_matches_probe(void **state)
     }
 }
 
+/* A build without glslang >= 13 says so where the KHR kernels would have run (the probe's "why"). */
+static void test_missing_toolchain_reason(void **state)
+{
+    (void)state;
+    vk_caps c;
+    load_profile("nvidia-h200", &c);
+    vk_select_opts o = all_built();
+    o.khr_built = o.khr_smem_built = 0;
+    o.khr_missing = "no glslang >= 13 found (test)";
+    const vk_select_call call = {128, 64, 1};
+    vk_plan p;
+    vk_select(&c, &call, &o, &p);
+    assert_string_equal(p.variant, "intdot");
+    assert_non_null(strstr(p.reason, "not coopmat-khr-i8: this build has no KHR cooperative-matrix kernels: no glslang >= 13 found (test)"));
+    o.kernel = "coopmat-khr-i8-smem";
+    vk_select(&c, &call, &o, &p);
+    assert_string_equal(p.variant, "scalar");
+    assert_non_null(strstr(p.reason, "no glslang >= 13 found (test)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -430,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_profiles_plans),
         cmocka_unit_test(test_plans_fit_the_device_limits),
         cmocka_unit_test(test_lavapipe_profile_matches_probe),
+        cmocka_unit_test(test_missing_toolchain_reason),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
