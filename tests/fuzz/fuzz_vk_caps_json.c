@@ -14,9 +14,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const kernels[] = {NULL, "coopmat-khr-i8", "coopmat-khr-f16", "coopmat-khr-i8-smem",
-                                      "coopmat-khr-f16-smem",
-                                      "intdot", "scalar"};
+static const char *const kernels[] = {NULL,     "coopmat-khr-i8", "coopmat-khr-f16", "coopmat-khr-i8-smem",
+                                      "coopmat-khr-f16-smem", "intdot", "scalar"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
