@@ -4,8 +4,8 @@
 // is ever touched by index: every per-row or per-column operation goes through shared memory
 // (coopMatStore, lanes work on rows, coopMatLoad) or through component-wise arithmetic
 // between two cooperative matrices of the same type. Any subgroup-scope shape a driver
-// enumerates works, and any subgroup size (gl_SubgroupSize at run time: every lane loop is
-// strided by it); the host must launch full subgroups.
+// enumerates works (SN and PN multiples of 4), and any subgroup size (gl_SubgroupSize at run
+// time: every lane loop is strided by it); the host must launch full subgroups.
 //
 // Builds (one source):
 //   -DS_INT8=1: S = Q K^T on int8 (A = Q: SM x SK int8, B = K^T: SK x SN int8, C int32) from
@@ -14,32 +14,38 @@
 //     one int32 chain (exact: |int8| <= 96) and scales once, 0.25 * qscale * kscale, in the
 //     softmax pass; otherwise each 32-wide block's product (32 / SK MMAs chained in int32) is
 //     converted to fp32 and multiplied component-wise by a matrix of the block's scale products
-//     (built in the shared S buffer), then summed over the blocks in fp32, block order.
+//     (built in the subgroup's S buffer), then summed over the blocks in fp32, block order.
 //   default: S on fp16 (A SM x SK, B SK x SN, C fp32) from prep_qk.comp OUT_F16 (values / 2^E,
 //     one power-of-two scale per row), products exact as in attn_coopmat_nv.comp.
 //   Both: O += P V on fp16: A = P^ * 2^12 (SM x PK, from shared), B = V^T tile (PK x PN,
 //     column-major from prep_v.comp's OUT_F16 transpose = 1 layout V^T [heads, D, n_pad]),
 //     C fp32 (SM x PN), D / PN accumulators per subgroup.
 //
-// Work split: a subgroup owns SM query rows and never waits for the other subgroups of its
-// workgroup (only subgroup barriers, no workgroup barrier). Q, K and V^T fragments are loaded
-// straight from the storage buffers (shared between subgroups through the caches); nothing of
-// K or V is staged in shared memory except the tile's K scales (sKs, per subgroup). Per key
-// tile (BC keys):
-//   1. S tiles (BC / SN accumulators) -> per-subgroup shared S buffer sS [SM][BC] fp32.
-//   2. lanes take (row, 32-key block) items, strided by gl_SubgroupSize: scale to log2 units,
-//      mask (keys >= nk, causal), write back, block maxima -> shared.
-//   3. lanes take rows: m_new = max(m, block maxima), alpha = 2^(m - m_new).
-//   4. items again: P~ = 2^(S - m_new), P^ = MXFP4(P~) per 32-key block (MODE bit 0; bit 2 the
-//      ceiling rule), the block's row-sum share (P^ under PNQ, else P~), P^ * 2^12 -> shared
-//      fp16 sP [SM][BC].
-//   5. rows: l = alpha * l + row sum (blocks in key order). Unless every alpha is 1 (exact,
-//      and common) the alphas fill an SM x PN block of sS (row r = alpha[r]) that is loaded
-//      as an accumulator matrix and multiplies each O accumulator component-wise.
-//   6. O += P^ V^T, P^ from sP as the A matrix.
-// End: the O accumulators pass through sS BC / PN at a time; lanes write O = acc * vscale / l
-// coalesced, and lse = m ln 2 + ln(l / 2^12). Results equal attn_coopmat_nv_reg.comp's up to
-// fp32 summation order (row sums, int8 wide blocks, MMA internals).
+// Work split: WARPS subgroups of SM query rows each walk the key tiles (BC keys) in lockstep.
+// Per tile the workgroup stages K (BC keys x D, row stride KW + 1 uvec4) and then V^T (D x BC
+// keys, row stride BC / 8 + 1 uvec4) through ONE shared buffer sKV, both copied with 16-byte
+// loads by all invocations, each fetched into registers half a tile ahead (V during S and the
+// softmax, the next K during P V); the odd row strides keep the fragment loads free of bank
+// conflicts. Subgroups whose rows see no key of a tile (causal), or that own only padding
+// rows, still take part in the copies and the workgroup barriers. Per tile and subgroup:
+//   1. S tiles (BC / SN accumulators) -> its S buffer [SM][BC] fp32 (row stride BC + 4).
+//   2. lanes take (row, 32-key block) items (row = item % SM, so 8 consecutive lanes read 8
+//      different rows: 16-byte reads without bank conflicts): scale to log2 units, mask
+//      (keys >= nk, causal), block maximum (the row's block 0 folds in the running maximum)
+//      -> shared. With one item per lane (gl_SubgroupSize >= SM * BC / 32) the 32 values stay
+//      in registers for step 3, else step 3 recomputes them from the unchanged S buffer.
+//   3. items: m_new = max of the row's block maxima, P~ = 2^(S - m_new), P^ = MXFP4(P~) per
+//      32-key block (MODE bit 0; bit 2 the ceiling rule), the block's row-sum share (P^ under
+//      PNQ, else P~), P^ * 2^12 -> its P buffer [SM][BC] fp16 (row stride BC + 8), 16-byte
+//      stores.
+//   4. rows: alpha = 2^(m - m_new), l = alpha * l + row sum (blocks in key order). Unless every
+//      alpha is 1 (exact, and common) the alphas fill an SM x PN block of the S buffer that is
+//      loaded as an accumulator matrix and multiplies each O accumulator component-wise.
+//   5. O += P^ V^T, P^ from the P buffer as the A matrix, V^T from sKV.
+// End: the O accumulators pass through the S buffer BC / PN at a time; lanes write
+// O = acc * vscale / l, and lse = m ln 2 + ln(l / 2^12). Results equal
+// attn_coopmat_nv_reg.comp's up to fp32 summation order (row sums, int8 wide blocks, MMA
+// internals).
 //
 // Specialization constants: 0 D (multiple of 32, of SK and of PN), 1 BC (multiple of 32, SN,
 // PK; >= PN; 64 from the host), 2 WARPS, 3 local_size_x = WARPS * subgroup size, 4 MODE (bit 0
@@ -50,11 +56,17 @@
 // emits the Vulkan memory model, as for the NV kernels), subgroup basic + vote, full subgroups
 // of the size local_size_x / WARPS was computed with (any size: 8, 16, 32, 64 ...).
 //
-// Shared memory, bytes: WARPS * (6 * SM * BC + 4 * NB * (BC + SM) + 12 * SM + SM * BC / 4),
-//   NB = D / 32 for S_INT8, 1 for fp16: per subgroup sS 4 * SM * BC, sP 2 * SM * BC, sKs 4 * NB * BC,
-//   sQs 4 * NB * SM, sM/sL/sAl 12 * SM, sBM/sBS 8 * SM * BC / 32; nothing depends on SN, SK,
-//   PN, PK. WARPS = 4, SM = 16, BC = 64: 27648 bytes (fp16, any D); int8 31488 at D = 128,
-//   36608 at D = 256.
+// Shared memory, bytes (KW = D / 16 for S_INT8, D / 8 for fp16; NB = D / 32 for S_INT8, 1 for
+// fp16; NBLK = BC / 32):
+//   16 * max(BC * (KW + 1), D * (BC / 8 + 1))        sKV (the K tile, then the V^T tile)
+//   + 8 (S_INT8 with SK >= 16) or 16 (S_INT8 with SK = 8)  the unused one of sKV / sKV2
+//   + 4 * NB * BC                                     sKs, the tile's K scales
+//   + WARPS * SM * (16 * (BC / 4 + 1 + BC / 8 + 1) + 8 * NBLK + 12)
+//                                                     per subgroup: S and P buffers, block
+//                                                     maxima and sums, m, l, alpha
+//   BC = 64: 16 * max(64 * (KW + 1), 9 * D) + 4 * 64 * NB + 444 * WARPS * SM (+ 8 / 16 int8).
+//   WARPS * SM = 64: int8 D = 128: 47880, D = 64: 38152; fp16 D = 128: 47104, D = 64: 37888.
+//   Nothing depends on SN, SK (beyond the +8 / +16), PN, PK.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -93,13 +105,29 @@ const int ST = BC / SN;       // S accumulators per tile
 const int QT = D / SK;        // Q A matrices
 const int OT = D / PN;        // O accumulators
 const int VT = BC / PK;       // P A matrices per tile
-const int CH = BC / PN;       // O accumulators per pass through sS at the end
+const int CH = BC / PN;       // O accumulators per pass through the S buffer at the end
 #ifdef S_INT8
 const int NB = D / 32;        // Q/K scales per row
 const int SUB = 32 / SK;      // MMAs per 32-wide block
+const int KW = D / 16;        // uvec4 per K row (16 int8)
+const bool U2 = SK == 8;      // K fragments start 8 bytes apart: sKV as uvec2 (sKV2)
 #else
 const int NB = 1;
+const int KW = D / 8;         // uvec4 per K row (8 halves)
+const bool U2 = false;
 #endif
+const int KSTR = KW + 1;      // sKV row stride of the K tile, uvec4
+const int VSTR = BC / 8 + 1;  // and of the V^T tile
+const int KVN = BC * KSTR > D * VSTR ? BC * KSTR : D * VSTR; // sKV size, uvec4
+const int SST = BC / 4 + 1;   // S buffer row stride, uvec4 (4 fp32 each)
+const int PST = BC / 8 + 1;   // P buffer row stride, uvec4 (8 fp16 each)
+const int SOFF = SM * SST;    // P buffer offset within the subgroup's region
+const int RSZ = SOFF + SM * PST; // region per subgroup, uvec4
+const uint THREADS = gl_WorkGroupSize.x;
+const uint K_N = uint(BC * KW), V_N = uint(D * (BC / 8)), KS_N = uint(NB * (BC / 4));
+const uint PT_K = (K_N + THREADS - 1u) / THREADS;   // uvec4 of K per invocation and tile
+const uint PT_V = (V_N + THREADS - 1u) / THREADS;   // uvec4 of V^T
+const uint PT_S = (KS_N + THREADS - 1u) / THREADS;  // vec4 of K scales
 
 #define ROWMAJOR gl_CooperativeMatrixLayoutRowMajor
 #define COLMAJOR gl_CooperativeMatrixLayoutColumnMajor
@@ -109,7 +137,6 @@ const int NB = 1;
 layout(std430, binding = 0) readonly buffer QB { uvec4 q4[]; };    // [b*h, nq_pad, D]
 layout(std430, binding = 0) readonly buffer QB2 { uvec2 q2[]; };   // the same buffer
 layout(std430, binding = 1) readonly buffer KB { uvec4 k4[]; };    // [b*hkv, nk_pad, D]
-layout(std430, binding = 1) readonly buffer KB2 { uvec2 k2[]; };   // the same buffer
 layout(std430, binding = 2) readonly buffer VB { uvec4 v4[]; };    // [b*hkv, D, nk_pad] (V^T)
 layout(std430, binding = 3) readonly buffer QS { float qscale[]; }; // [b*h, nq_pad, NB]
 layout(std430, binding = 4) readonly buffer KS { float kscale[]; }; // [b*hkv, nk_pad, NB]
@@ -122,17 +149,20 @@ layout(push_constant) uniform P { // quant_p, pnq, kind arrive as MODE
     float scale;
 } pc;
 
-// per subgroup w: [w * SM * BC ...], [w * BC ...], [w * SM ...], [w * SM * NBLK ...]
-shared float sS[WARPS * SM * BC];     // S tile (row-major, row stride BC); also the wide path's
-                                      // scale matrices, the alpha block and the final O passes
-shared float16_t sP[WARPS * SM * BC]; // P^ * 2^12, row-major, row stride BC
-shared float sKs[WARPS * NB * BC];    // the tile's K scales, [block][key]
-shared float sQs[WARPS * NB * SM];    // |qscale| * scale * log2(e) (int8: * 1/4), [block][row]
+shared uvec4 sKV[U2 ? 1 : KVN];       // K tile [key][KSTR], then V^T tile [d][VSTR]
+#ifdef S_INT8
+shared uvec2 sKV2[U2 ? 2 * KVN : 1];  // the same for SK = 8, in uvec2 units
+#endif
+shared vec4 sKs[NB * (BC / 4)];       // the tile's K scales, [block][key]
+// per subgroup w: region [w * RSZ ...]: S buffer (fp32 bits, row stride SST; also the wide
+// path's scale matrices, the alpha block and the final O passes), then the P buffer
+// (P^ * 2^12 as fp16 pairs, row stride PST)
+shared uvec4 sR[WARPS * RSZ];
+shared float sBM[WARPS * NI];         // block maxima of S, [w][blk][row]
+shared float sBS[WARPS * NI];         // block row sums, [w][blk][row]
 shared float sM[WARPS * SM];          // running maximum, log2 units
 shared float sL[WARPS * SM];          // running row sum, units of 2^-12
 shared float sAl[WARPS * SM];         // this tile's alpha; at the end 1 / l
-shared float sBM[WARPS * SM * NBLK];  // block maxima of S
-shared float sBS[WARPS * SM * NBLK];  // block row sums
 
 // MXFP4(p) * 2^12 for p in [0, 1] under the block exponent ex (exb = (ex + 127) << 23,
 // sat = 6 * 2^ex), as attn_coopmat_nv_reg.comp: clamp at sat, then adding and subtracting
@@ -147,25 +177,91 @@ float quantize_p(float p, uint exb, float sat)
     return r * P_SCALE;
 }
 
+// the S factor of query row qrow (narrow int8 / fp16): |qscale| * scale * log2(e) (int8: / 4)
+float q_factor(uint qrow)
+{
+#ifdef S_INT8
+    return abs(qscale[qrow * uint(NB)]) * (pc.scale * 0.25 * LOG2E); // 1/4: each int8 is twice its E2M1 value
+#else
+    return qscale[qrow] * (pc.scale * LOG2E);
+#endif
+}
+
+// Item (row r, block blk) of the S buffer at a0 (uvec4 index): scaled to log2 units and masked
+// (keys past `last`) into p, its maximum into bm. f = 1 on the wide path (already scaled).
+void load_item(uint a0, uint blk, int jb, int last, float qs, bool wide, out float p[32], out float bm)
+{
+    const float NEG_INF = uintBitsToFloat(0xff800000u);
+    bm = NEG_INF;
+    [[unroll]] for (int e4 = 0; e4 < 8; e4++) {
+        const vec4 sv = uintBitsToFloat(sR[a0 + uint(e4)]);
+        const vec4 kf = wide ? vec4(1.0) : sKs[blk * 8u + uint(e4)] * qs;
+        [[unroll]] for (int i = 0; i < 4; i++) {
+            const float v = jb + 4 * e4 + i <= last ? sv[i] * kf[i] : NEG_INF;
+            p[4 * e4 + i] = v;
+            bm = max(bm, v);
+        }
+    }
+}
+
+// This invocation's share of a tile's K (and K scales) and of its V^T.
+void fetch_k(uint j0, uint tid, uint kbase, out uvec4 kn[PT_K], out vec4 ksn[PT_S])
+{
+    [[unroll]] for (uint u = 0u; u < PT_K; u++) {
+        const uint idx = tid + u * THREADS;
+        if (K_N % THREADS == 0u || idx < K_N) kn[u] = k4[(kbase + j0) * uint(KW) + idx]; // contiguous
+    }
+    [[unroll]] for (uint u = 0u; u < PT_S; u++) {
+        const uint idx = tid + u * THREADS; // (block, 4 keys)
+        if (KS_N % THREADS == 0u || idx < KS_N) {
+            const uint db = idx / uint(BC / 4), key = kbase + j0 + 4u * (idx % uint(BC / 4));
+            [[unroll]] for (uint i = 0u; i < 4u; i++) ksn[u][i] = kscale[(key + i) * uint(NB) + db];
+        }
+    }
+}
+
+void fetch_v(uint j0, uint tid, uint kvh, out uvec4 vn[PT_V])
+{
+    [[unroll]] for (uint u = 0u; u < PT_V; u++) {
+        const uint idx = tid + u * THREADS; // (d, 8 keys): BC / 8 uvec4 per d row, coalesced
+        if (V_N % THREADS == 0u || idx < V_N)
+            vn[u] = v4[(kvh * uint(D) + idx / uint(BC / 8)) * (pc.nk_pad / 8u) + j0 / 8u + idx % uint(BC / 8)];
+    }
+}
+
+void put_kv(uint at, uvec4 v)
+{
+#ifdef S_INT8
+    if (U2) {
+        sKV2[2u * at] = v.xy;
+        sKV2[2u * at + 1u] = v.zw;
+        return;
+    }
+#endif
+    sKV[at] = v;
+}
+
 void main()
 {
     const float NEG_INF = uintBitsToFloat(0xff800000u);
-    const uint w = gl_SubgroupID, lane = gl_SubgroupInvocationID, SG = gl_SubgroupSize;
-    if (w >= uint(WARPS)) return; // more subgroups than planned (never with full subgroups)
+    const uint tid = gl_LocalInvocationID.x, w = gl_SubgroupID, lane = gl_SubgroupInvocationID, SG = gl_SubgroupSize;
     const uint hh = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint bh = b * pc.h + hh, kvh = b * pc.hkv + hh / (pc.h / pc.hkv);
-    const uint i0 = gl_WorkGroupID.x * uint(WARPS * SM) + w * uint(SM);
-    if (i0 >= pc.nq) return; // only padding rows: nothing to write (no workgroup barriers follow)
-    const uint sb = w * uint(SM * BC);   // this subgroup's sS / sP
-    const uint kb0 = w * uint(NB * BC);  // its sKs
-    const uint qb0 = w * uint(NB * SM);  // its sQs
-    const uint rb = w * uint(SM);        // its row arrays
-    const uint bb = w * uint(SM * NBLK); // its block arrays
+    const uint wg0 = gl_WorkGroupID.x * uint(WARPS * SM);
+    if (wg0 >= pc.nq) return; // the whole workgroup: only padding rows (uniform, before any barrier)
+    const uint i0 = wg0 + w * uint(SM);
+    // a subgroup beyond the plan (never with full subgroups) or of padding rows only still
+    // copies tiles and meets the barriers, but computes nothing
+    const bool act = w < uint(WARPS) && i0 < pc.nq;
+    const uint wr = act ? w : 0u;        // keeps the shared indices below in range
+    const uint sb = wr * uint(RSZ);      // this subgroup's S buffer (uvec4); its P buffer at sb + SOFF
+    const uint rb = wr * uint(SM);       // its row arrays
+    const uint bb = wr * uint(NI);       // its item arrays
     const uint kbase = kvh * pc.nk_pad;  // first K row of the kv head
     const int shift = int(pc.nk) - int(pc.nq);
 
     // Q fragments, resident for the whole kernel
-    const uint qe = (bh * pc.nq_pad + i0) * uint(D); // element (int8 / fp16) index of row i0
+    const uint qe = (bh * pc.nq_pad + (act ? i0 : wg0)) * uint(D); // element (int8 / fp16) index of row i0
 #ifdef S_INT8
     coopmat<int8_t, gl_ScopeSubgroup, SM, SK, gl_MatrixUseA> qa[QT];
     [[unroll]] for (int t = 0; t < QT; t++) {
@@ -179,206 +275,229 @@ void main()
     coopmat<float, gl_ScopeSubgroup, SM, PN, gl_MatrixUseAccumulator> oacc[OT];
     [[unroll]] for (int dt = 0; dt < OT; dt++) oacc[dt] = coopmat<float, gl_ScopeSubgroup, SM, PN, gl_MatrixUseAccumulator>(0.0);
 
-    // per-row state and S factors
+    // per-row state
     bool wide_row = false;
-    for (uint r = lane; r < uint(SM); r += SG) {
-        const uint qrow = bh * pc.nq_pad + i0 + r;
+    if (act) {
+        for (uint r = lane; r < uint(SM); r += SG) {
 #ifdef S_INT8
-        [[unroll]] for (int db = 0; db < NB; db++) {
-            const float qsv = qscale[qrow * uint(NB) + uint(db)];
-            wide_row = wide_row || floatBitsToUint(qsv) >> 31 != 0u;
-            sQs[qb0 + uint(db * SM) + r] = abs(qsv) * (pc.scale * 0.25 * LOG2E); // 1/4: each int8 is twice its E2M1 value
-        }
-#else
-        sQs[qb0 + r] = qscale[qrow] * (pc.scale * LOG2E);
+            const uint qrow = bh * pc.nq_pad + i0 + r;
+            [[unroll]] for (int db = 0; db < NB; db++) wide_row = wide_row || floatBitsToUint(qscale[qrow * uint(NB) + uint(db)]) >> 31 != 0u;
 #endif
-        sM[rb + r] = NEG_INF;
-        sL[rb + r] = 0.0;
+            sM[rb + r] = NEG_INF;
+            sL[rb + r] = 0.0;
+        }
     }
 #ifdef S_INT8
     const bool wide_q = subgroupAny(wide_row);
 #endif
+    // one (row, block) item per lane: its values stay in registers between steps 2 and 3
+    const bool one = SG >= uint(NI);
+    const uint r1 = lane % uint(SM);
+    const float qs1 = q_factor(bh * pc.nq_pad + (act ? i0 : wg0) + r1); // the first item's row factor
 
+    // every subgroup helps copy every tile the workgroup's last real row sees
+    const int wg_row = min(int(wg0) + WARPS * SM - 1, int(pc.nq) - 1);
+    const int wg_last = pc.causal != 0u ? min(int(pc.nk) - 1, wg_row + shift) : int(pc.nk) - 1;
+    const int ntiles = wg_last < 0 ? 0 : wg_last / BC + 1;
     const int warp_row = min(int(i0) + SM - 1, int(pc.nq) - 1); // the subgroup's last real row
-    const int warp_last = pc.causal != 0u ? min(int(pc.nk) - 1, warp_row + shift) : int(pc.nk) - 1;
-    const int ntiles = warp_last < 0 ? 0 : warp_last / BC + 1;
+    const int warp_last = !act ? -1 : pc.causal != 0u ? min(int(pc.nk) - 1, warp_row + shift) : int(pc.nk) - 1;
+
+    uvec4 kn[PT_K], vn[PT_V];
+    vec4 ksn[PT_S];
+    if (ntiles > 0) fetch_k(0u, tid, kbase, kn, ksn);
 
     for (int tile = 0; tile < ntiles; tile++) {
         const uint j0 = uint(tile * BC);
-        subgroupMemoryBarrierShared();
-        subgroupBarrier(); // the previous tile's reads of sS, sP, sKs are done
-
-        // --- 1. S = Q K^T -> sS
-        bool wide_key = false;
-        for (uint e = lane; e < uint(BC * NB); e += SG) { // contiguous in kscale
-            const float ks = kscale[(kbase + j0) * uint(NB) + e];
-            sKs[kb0 + (e % uint(NB)) * uint(BC) + e / uint(NB)] = ks;
-            wide_key = wide_key || floatBitsToUint(ks) >> 31 != 0u;
+        barrier(); // every subgroup is done with the previous V^T tile
+        [[unroll]] for (uint u = 0u; u < PT_K; u++) {
+            const uint idx = tid + u * THREADS;
+            if (K_N % THREADS == 0u || idx < K_N) put_kv(idx / uint(KW) * uint(KSTR) + idx % uint(KW), kn[u]);
         }
-        coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator> s[ST];
+        [[unroll]] for (uint u = 0u; u < PT_S; u++) {
+            const uint idx = tid + u * THREADS;
+            if (KS_N % THREADS == 0u || idx < KS_N) sKs[idx] = ksn[u];
+        }
+        barrier();
+        fetch_v(j0, tid, kvh, vn); // in flight during S and the softmax
+        const bool comp = int(j0) <= warp_last; // subgroup-uniform
+
+        [[dont_flatten]] if (comp) {
+            // --- 1. S = Q K^T -> the S buffer
+            coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator> s[ST];
 #ifdef S_INT8
-        const bool wide = wide_q || subgroupAny(wide_key);
-        [[dont_flatten]] if (!wide) {
-            [[unroll]] for (int kt = 0; kt < ST; kt++) {
-                coopmat<int, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator> si = coopmat<int, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(0);
-                const uint ke = (kbase + j0 + uint(kt * SN)) * uint(D);
-                [[unroll]] for (int t = 0; t < QT; t++) {
-                    coopmat<int8_t, gl_ScopeSubgroup, SK, SN, gl_MatrixUseB> kb;
-                    if (SK >= 16) coopMatLoad(kb, k4, (ke + uint(t * SK)) / 16u, uint(D / 16), COLMAJOR);
-                    else coopMatLoad(kb, k2, (ke + uint(t * SK)) / 8u, uint(D / 8), COLMAJOR);
-                    si = coopMatMulAdd(qa[t], kb, si);
-                }
-                s[kt] = coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(si); // exact: |si| < 2^24
-            }
-        } else { // some row or key is wide: each block's product times its scale products, in fp32
-            [[unroll]] for (int kt = 0; kt < ST; kt++) s[kt] = coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(0.0);
-            [[unroll]] for (int db = 0; db < NB; db++) {
-                subgroupMemoryBarrierShared();
-                subgroupBarrier(); // the previous block's scale matrices are loaded
-                // sS[r][c] = |kscale(key c, db)| * |qscale(row r, db)| * scale * log2(e) / 4
-                for (uint e = lane; e < uint(SM * BC); e += SG)
-                    sS[sb + e] = abs(sKs[kb0 + uint(db * BC) + e % uint(BC)]) * sQs[qb0 + uint(db * SM) + e / uint(BC)];
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
+            bool wide_key = false;
+            for (uint e = lane; e < KS_N; e += SG) wide_key = wide_key || any(notEqual(floatBitsToUint(sKs[e]) >> 31, uvec4(0u)));
+            const bool wide = wide_q || subgroupAny(wide_key);
+            [[dont_flatten]] if (!wide) {
                 [[unroll]] for (int kt = 0; kt < ST; kt++) {
                     coopmat<int, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator> si = coopmat<int, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(0);
-                    const uint ke = (kbase + j0 + uint(kt * SN)) * uint(D);
-                    [[unroll]] for (int u = 0; u < SUB; u++) {
-                        const int t = db * SUB + u;
+                    [[unroll]] for (int t = 0; t < QT; t++) {
                         coopmat<int8_t, gl_ScopeSubgroup, SK, SN, gl_MatrixUseB> kb;
-                        if (SK >= 16) coopMatLoad(kb, k4, (ke + uint(t * SK)) / 16u, uint(D / 16), COLMAJOR);
-                        else coopMatLoad(kb, k2, (ke + uint(t * SK)) / 8u, uint(D / 8), COLMAJOR);
+                        if (U2) coopMatLoad(kb, sKV2, uint(2 * kt * SN * KSTR + t), uint(2 * KSTR), COLMAJOR);
+                        else coopMatLoad(kb, sKV, uint(kt * SN * KSTR + t * SK / 16), uint(KSTR), COLMAJOR);
                         si = coopMatMulAdd(qa[t], kb, si);
                     }
-                    coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator> sc;
-                    coopMatLoad(sc, sS, sb + uint(kt * SN), uint(BC), ROWMAJOR);
-                    coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator> sf = coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(si);
-                    s[kt] = s[kt] + sf * sc;
+                    s[kt] = coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(si); // exact: |si| < 2^24
                 }
+            } else { // some row or key is wide: each block's product times its scale products, in fp32
+                [[unroll]] for (int kt = 0; kt < ST; kt++) s[kt] = coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(0.0);
+                [[unroll]] for (int db = 0; db < NB; db++) {
+                    subgroupMemoryBarrierShared();
+                    subgroupBarrier(); // the previous block's scale matrices are loaded
+                    // [r][c] = |kscale(key c, db)| * |qscale(row r, db)| * scale * log2(e) / 4
+                    for (uint e = lane; e < uint(SM * (BC / 4)); e += SG) {
+                        const uint r = e / uint(BC / 4), c4 = e % uint(BC / 4);
+                        const float qf = abs(qscale[(bh * pc.nq_pad + i0 + r) * uint(NB) + uint(db)]) * (pc.scale * 0.25 * LOG2E);
+                        sR[sb + r * uint(SST) + c4] = floatBitsToUint(abs(sKs[uint(db * (BC / 4)) + c4]) * qf);
+                    }
+                    subgroupMemoryBarrierShared();
+                    subgroupBarrier();
+                    [[unroll]] for (int kt = 0; kt < ST; kt++) {
+                        coopmat<int, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator> si = coopmat<int, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(0);
+                        [[unroll]] for (int u = 0; u < SUB; u++) {
+                            const int t = db * SUB + u;
+                            coopmat<int8_t, gl_ScopeSubgroup, SK, SN, gl_MatrixUseB> kb;
+                            if (U2) coopMatLoad(kb, sKV2, uint(2 * kt * SN * KSTR + t), uint(2 * KSTR), COLMAJOR);
+                            else coopMatLoad(kb, sKV, uint(kt * SN * KSTR + t * SK / 16), uint(KSTR), COLMAJOR);
+                            si = coopMatMulAdd(qa[t], kb, si);
+                        }
+                        coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator> sc;
+                        coopMatLoad(sc, sR, sb + uint(kt * SN / 4), uint(SST), ROWMAJOR);
+                        coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator> sf = coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(si);
+                        s[kt] = s[kt] + sf * sc;
+                    }
+                }
+                subgroupMemoryBarrierShared();
+                subgroupBarrier(); // the last scale matrices are loaded before S overwrites them
+            }
+#else
+            const bool wide = false;
+            [[unroll]] for (int kt = 0; kt < ST; kt++) {
+                s[kt] = coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(0.0);
+                [[unroll]] for (int t = 0; t < QT; t++) {
+                    coopmat<float16_t, gl_ScopeSubgroup, SK, SN, gl_MatrixUseB> kb;
+                    coopMatLoad(kb, sKV, uint(kt * SN * KSTR + t * SK / 8), uint(KSTR), COLMAJOR);
+                    s[kt] = coopMatMulAdd(qa[t], kb, s[kt]);
+                }
+            }
+#endif
+            [[unroll]] for (int kt = 0; kt < ST; kt++) coopMatStore(s[kt], sR, sb + uint(kt * SN / 4), uint(SST), ROWMAJOR);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+
+            // --- 2. items (row r = it % SM, block blk = it / SM): scaled, masked, block maxima;
+            // block 0 folds in the row's running maximum (only it reads sM here)
+            float p[32];
+            for (uint it = lane; it < uint(NI); it += SG) {
+                const uint r = it % uint(SM), blk = it / uint(SM), row = i0 + r;
+                const int last = pc.causal != 0u ? min(int(row) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
+                const float qs = one ? qs1 : q_factor(bh * pc.nq_pad + row);
+                float bm;
+                load_item(sb + r * uint(SST) + blk * 8u, blk, int(j0 + blk * 32u), last, qs, wide, p, bm);
+                if (blk == 0u) bm = max(bm, sM[rb + r]);
+                sBM[bb + it] = bm;
             }
             subgroupMemoryBarrierShared();
-            subgroupBarrier(); // the last scale matrices are loaded before S overwrites them
-        }
-#else
-        const bool wide = false;
-        [[unroll]] for (int kt = 0; kt < ST; kt++) {
-            s[kt] = coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator>(0.0);
-            const uint ke = (kbase + j0 + uint(kt * SN)) * uint(D);
-            [[unroll]] for (int t = 0; t < QT; t++) {
-                coopmat<float16_t, gl_ScopeSubgroup, SK, SN, gl_MatrixUseB> kb;
-                coopMatLoad(kb, k4, (ke + uint(t * SK)) / 8u, uint(D / 8), COLMAJOR);
-                s[kt] = coopMatMulAdd(qa[t], kb, s[kt]);
-            }
-        }
-#endif
-        [[unroll]] for (int kt = 0; kt < ST; kt++) coopMatStore(s[kt], sS, sb + uint(kt * SN), uint(BC), ROWMAJOR);
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
+            subgroupBarrier();
 
-        // --- 2. items (row r, block blk): scale to log2 units, mask, block maxima. Item it
-        // visits its 32 keys from column `skew` on: 32 consecutive items touch 32 different
-        // banks at every step (the row stride BC is a multiple of 32).
-        for (uint it = lane; it < uint(NI); it += SG) {
-            const uint r = it / uint(NBLK), blk = it % uint(NBLK), skew = it & 31u;
-            const uint row = i0 + r;
-            const int last = pc.causal != 0u ? min(int(row) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
-            const float qs = sQs[qb0 + r];
-            const uint base = sb + r * uint(BC) + blk * 32u;
-            float bm = NEG_INF;
-            [[unroll]] for (uint e = 0u; e < 32u; e++) {
-                const uint col = (e + skew) & 31u;
-                const int j = int(j0 + blk * 32u + col);
-                const float f = wide ? 1.0 : sKs[kb0 + blk * 32u + col] * qs; // wide: already scaled
-                const float sv = j <= last ? sS[base + col] * f : NEG_INF;
-                sS[base + col] = sv;
-                bm = max(bm, sv);
-            }
-            sBM[bb + it] = bm;
-        }
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-
-        // --- 3. rows: new maximum and alpha
-        bool moved = false;
-        for (uint r = lane; r < uint(SM); r += SG) {
-            float mx = NEG_INF;
-            [[unroll]] for (int blk = 0; blk < NBLK; blk++) mx = max(mx, sBM[bb + r * uint(NBLK) + uint(blk)]);
-            const float mo = sM[rb + r], mn = max(mo, mx);
-            // mo = -inf: l and the row of O are 0, so alpha = 1 is as good as the reference's 0
-            const float alpha = mo == NEG_INF ? 1.0 : exp2(mo - mn);
-            sM[rb + r] = mn;
-            sAl[rb + r] = alpha;
-            moved = moved || alpha != 1.0;
-        }
-        const bool rescale = subgroupAny(moved);
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-
-        // --- 4. items: P~, P^ (* 2^12) -> sP, block row sums
-        for (uint it = lane; it < uint(NI); it += SG) {
-            const uint r = it / uint(NBLK), blk = it % uint(NBLK), skew = it & 31u;
-            const uint base = sb + r * uint(BC) + blk * 32u;
-            const float mn = sM[rb + r];
-            const float mz = mn == NEG_INF ? 0.0 : mn; // a row with no key yet: all P = 0
-            float p[32];
-            uint maxbits = 0u;
-            float rs = 0.0;
-            [[unroll]] for (uint e = 0u; e < 32u; e++) {
-                p[e] = exp2(sS[base + ((e + skew) & 31u)] - mz); // masked: exp2(-inf) = 0
-                maxbits = max(maxbits, floatBitsToUint(p[e]));
-                if (!HAT_SUM) rs += p[e];
-            }
-            if (QUANT_P) {
-                const uint exb = uint(mx_exponent(maxbits, KIND, pc.t) + 127) << 23;
-                const float sat = uintBitsToFloat(exb + 0x01400000u); // 6 * 2^ex
-                [[unroll]] for (uint e = 0u; e < 32u; e++) {
-                    p[e] = quantize_p(p[e], exb, sat);
-                    if (HAT_SUM) rs += p[e];
+            // --- 3. items: P~, P^ (* 2^12) -> the P buffer, block row sums
+            for (uint it = lane; it < uint(NI); it += SG) {
+                const uint r = it % uint(SM), blk = it / uint(SM);
+                if (!one) { // recompute the item's values from the unchanged S buffer
+                    const uint row = i0 + r;
+                    const int last = pc.causal != 0u ? min(int(row) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
+                    float bm;
+                    load_item(sb + r * uint(SST) + blk * 8u, blk, int(j0 + blk * 32u), last, q_factor(bh * pc.nq_pad + row), wide, p, bm);
                 }
-            } else {
-                [[unroll]] for (uint e = 0u; e < 32u; e++) p[e] *= P_SCALE;
+                float mn = NEG_INF;
+                [[unroll]] for (int k = 0; k < NBLK; k++) mn = max(mn, sBM[bb + uint(k * SM) + r]);
+                const float mz = mn == NEG_INF ? 0.0 : mn; // a row with no key yet: all P = 0
+                uint maxbits = 0u;
+                float rs = 0.0;
+                [[unroll]] for (int e = 0; e < 32; e++) {
+                    p[e] = exp2(p[e] - mz); // masked: exp2(-inf) = 0
+                    maxbits = max(maxbits, floatBitsToUint(p[e]));
+                    if (!HAT_SUM) rs += p[e];
+                }
+                if (QUANT_P) {
+                    const uint exb = uint(mx_exponent(maxbits, KIND, pc.t) + 127) << 23;
+                    const float sat = uintBitsToFloat(exb + 0x01400000u); // 6 * 2^ex
+                    [[unroll]] for (int e = 0; e < 32; e++) {
+                        p[e] = quantize_p(p[e], exb, sat);
+                        if (HAT_SUM) rs += p[e];
+                    }
+                } else {
+                    [[unroll]] for (int e = 0; e < 32; e++) p[e] *= P_SCALE;
+                }
+                if (!HAT_SUM) rs *= P_SCALE;
+                const uint pa0 = sb + uint(SOFF) + r * uint(PST) + blk * 4u;
+                [[unroll]] for (int c = 0; c < 4; c++)
+                    sR[pa0 + uint(c)] = uvec4(packFloat2x16(f16vec2(p[8 * c], p[8 * c + 1])), packFloat2x16(f16vec2(p[8 * c + 2], p[8 * c + 3])),
+                                              packFloat2x16(f16vec2(p[8 * c + 4], p[8 * c + 5])), packFloat2x16(f16vec2(p[8 * c + 6], p[8 * c + 7])));
+                sBS[bb + it] = rs;
             }
-            if (!HAT_SUM) rs *= P_SCALE;
-            [[unroll]] for (uint e = 0u; e < 32u; e++) sP[base + ((e + skew) & 31u)] = float16_t(p[e]);
-            sBS[bb + it] = rs;
-        }
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
 
-        // --- 5. rows: l; the alpha block (rows of sS, stride BC, now free) when some max moved
-        for (uint r = lane; r < uint(SM); r += SG) {
-            float rsum = 0.0;
-            [[unroll]] for (int blk = 0; blk < NBLK; blk++) rsum += sBS[bb + r * uint(NBLK) + uint(blk)];
-            if (sM[rb + r] != NEG_INF) sL[rb + r] = sAl[rb + r] * sL[rb + r] + rsum;
-        }
-        if (rescale) {
-            for (uint e = lane; e < uint(SM * PN); e += SG) {
-                const uint r = e / uint(PN), c = e % uint(PN);
-                sS[sb + r * uint(BC) + c] = sAl[rb + r];
+            // --- 4. rows: m, alpha, l; the alpha block (rows of the S buffer, now free) when some max moved
+            bool moved = false;
+            for (uint r = lane; r < uint(SM); r += SG) {
+                float mn = NEG_INF, rsum = 0.0;
+                [[unroll]] for (int k = 0; k < NBLK; k++) {
+                    mn = max(mn, sBM[bb + uint(k * SM) + r]);
+                    rsum += sBS[bb + uint(k * SM) + r];
+                }
+                const float mo = sM[rb + r];
+                // mo = -inf: l and the row of O are 0, so alpha = 1 is as good as the reference's 0
+                const float alpha = mo == NEG_INF ? 1.0 : exp2(mo - mn);
+                if (mn != NEG_INF) sL[rb + r] = alpha * sL[rb + r] + rsum;
+                sM[rb + r] = mn;
+                sAl[rb + r] = alpha;
+                moved = moved || alpha != 1.0;
+            }
+            [[dont_flatten]] if (subgroupAny(moved)) {
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                for (uint e = lane; e < uint(SM * (PN / 4)); e += SG) {
+                    const uint r = e / uint(PN / 4), c4 = e % uint(PN / 4);
+                    sR[sb + r * uint(SST) + c4] = floatBitsToUint(vec4(sAl[rb + r]));
+                }
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                coopmat<float, gl_ScopeSubgroup, SM, PN, gl_MatrixUseAccumulator> am;
+                coopMatLoad(am, sR, sb, uint(SST), ROWMAJOR);
+                [[unroll]] for (int dt = 0; dt < OT; dt++) oacc[dt] = oacc[dt] * am;
             }
         }
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-        if (rescale) {
-            coopmat<float, gl_ScopeSubgroup, SM, PN, gl_MatrixUseAccumulator> am;
-            coopMatLoad(am, sS, sb, uint(BC), ROWMAJOR);
-            [[unroll]] for (int dt = 0; dt < OT; dt++) oacc[dt] = oacc[dt] * am;
-        }
 
-        // --- 6. O += P^ V
-        [[unroll]] for (int kt = 0; kt < VT; kt++) {
-            coopmat<float16_t, gl_ScopeSubgroup, SM, PK, gl_MatrixUseA> pa;
-            coopMatLoad(pa, sP, sb + uint(kt * PK), uint(BC), ROWMAJOR);
-            [[unroll]] for (int dt = 0; dt < OT; dt++) {
-                coopmat<float16_t, gl_ScopeSubgroup, PK, PN, gl_MatrixUseB> vb;
-                const uint ve = (kvh * uint(D) + uint(dt * PN)) * pc.nk_pad + j0 + uint(kt * PK); // V^T element (d, key)
-                coopMatLoad(vb, v4, ve / 8u, pc.nk_pad / 8u, COLMAJOR);
-                oacc[dt] = coopMatMulAdd(pa, vb, oacc[dt]);
+        barrier(); // every subgroup is done with the K tile
+        [[unroll]] for (uint u = 0u; u < PT_V; u++) {
+            const uint idx = tid + u * THREADS;
+            if (V_N % THREADS == 0u || idx < V_N) put_kv(idx / uint(BC / 8) * uint(VSTR) + idx % uint(BC / 8), vn[u]);
+        }
+        barrier();
+        if (tile + 1 < ntiles) fetch_k(j0 + uint(BC), tid, kbase, kn, ksn); // in flight during P V
+
+        // --- 5. O += P^ V
+        [[dont_flatten]] if (comp) {
+            [[unroll]] for (int kt = 0; kt < VT; kt++) {
+                coopmat<float16_t, gl_ScopeSubgroup, SM, PK, gl_MatrixUseA> pa;
+                coopMatLoad(pa, sR, sb + uint(SOFF + kt * PK / 8), uint(PST), ROWMAJOR);
+                [[unroll]] for (int dt = 0; dt < OT; dt++) {
+                    coopmat<float16_t, gl_ScopeSubgroup, PK, PN, gl_MatrixUseB> vb;
+#ifdef S_INT8
+                    if (U2) coopMatLoad(vb, sKV2, uint(2 * (dt * PN * VSTR) + kt * PK / 4), uint(2 * VSTR), COLMAJOR);
+                    else
+#endif
+                    coopMatLoad(vb, sKV, uint(dt * PN * VSTR + kt * PK / 8), uint(VSTR), COLMAJOR);
+                    oacc[dt] = coopMatMulAdd(pa, vb, oacc[dt]);
+                }
             }
         }
     }
 
     // O = acc * vscale / l (acc and l both in units of 2^-12); lse
+    if (!act) return; // no barriers follow
     subgroupMemoryBarrierShared();
     subgroupBarrier();
     for (uint r = lane; r < uint(SM); r += SG) {
@@ -389,15 +508,15 @@ void main()
     }
     [[unroll]] for (int d0 = 0; d0 < OT; d0 += CH) {
         subgroupMemoryBarrierShared();
-        subgroupBarrier(); // sAl is written; the previous pass's reads of sS are done
+        subgroupBarrier(); // sAl is written; the previous pass's reads of the S buffer are done
         [[unroll]] for (int u = 0; u < CH; u++)
-            if (d0 + u < OT) coopMatStore(oacc[d0 + u], sS, sb + uint(u * PN), uint(BC), ROWMAJOR);
+            if (d0 + u < OT) coopMatStore(oacc[d0 + u], sR, sb + uint(u * PN / 4), uint(SST), ROWMAJOR);
         subgroupMemoryBarrierShared();
         subgroupBarrier();
         for (uint e = lane; e < uint(SM * BC); e += SG) {
-            const uint r = e / uint(BC), c = uint(d0 * PN) + e % uint(BC), row = i0 + r;
+            const uint r = e / uint(BC), cc = e % uint(BC), c = uint(d0 * PN) + cc, row = i0 + r;
             if (row < pc.nq && c < uint(D))
-                o[pc.o_offset + (bh * pc.nq + row) * uint(D) + c] = sS[sb + e] * vscale[kvh * uint(D) + c] * sAl[rb + r];
+                o[pc.o_offset + (bh * pc.nq + row) * uint(D) + c] = uintBitsToFloat(sR[sb + r * uint(SST) + cc / 4u][cc % 4u]) * vscale[kvh * uint(D) + c] * sAl[rb + r];
         }
     }
 }
