@@ -104,14 +104,16 @@ static uint32_t reg_shared(int64_t d, int i8)
     return 64u * (kw + 1u) * 16u + (uint32_t)d * 9u * 16u + 64u * nb * 4u;
 }
 
-#define SMEM_WARPS 4
-/* attn_coopmat_khr_smem.comp, per subgroup: the S tile (fp32) and P^ (fp16) of SM rows x 64
- * keys, the K scales and the block-scale products, the row state */
-static uint32_t smem_shared(uint32_t sm, int64_t d, int i8)
+/* attn_coopmat_khr_smem.comp: the workgroup's K tile or V^T tile (one buffer, rows padded
+ * by 16 bytes), the tile's K scales, and per subgroup the S tile (fp32), P^ (fp16) and the
+ * row state of its SM rows (its author's formula, checked against the compiled modules). */
+static uint32_t smem_shared(int64_t d, int i8, uint32_t sk, uint32_t rows)
 {
-    const uint32_t nb = i8 ? (uint32_t)(d / 32) : 1u;
-    return SMEM_WARPS * (6u * sm * 64u + 4u * nb * (64u + sm) + 12u * sm + sm * 64u / 4u);
+    const uint32_t kw = (uint32_t)(i8 ? d / 16 : d / 8), nb = i8 ? (uint32_t)(d / 32) : 1u;
+    const uint32_t tile = 64u * (kw + 1u) > 9u * (uint32_t)d ? 64u * (kw + 1u) : 9u * (uint32_t)d;
+    return 16u * tile + 256u * nb + 444u * rows + (i8 ? (sk == 8 ? 16u : 8u) : 0u);
 }
+#define SMEM_ROWS 64 /* query rows per workgroup: SM = 16 x 4 subgroups or 8 x 8 (its author's choice) */
 
 typedef struct ctx {
     const vk_caps *c;
@@ -226,18 +228,22 @@ static int plan_khr_smem(const ctx *x, int i8, vk_plan *p, char *why, size_t why
     }
     if (!s) return WHY("no subgroup %s configuration with M = 16 or 8 and a matching fp16 P V one%s%s",
                        i8 ? "int8 -> int32" : "fp16 -> fp32", x->o->shape ? " of shape " : "", x->o->shape ? x->o->shape : "");
-    const uint32_t shared = smem_shared(s->m, x->d, i8);
-    if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
     const uint32_t sg = c->subgroup_size;
-    if (SMEM_WARPS * sg > c->max_invocations)
-        return WHY("needs %u invocations per workgroup, the device allows %u", SMEM_WARPS * sg, c->max_invocations);
+    /* SMEM_ROWS query rows per workgroup, half as many where the device's limits say so (fewer
+     * would load each K/V tile for too few rows) */
+    uint32_t warps = SMEM_ROWS / s->m;
+    if (warps * sg > c->max_invocations || smem_shared(x->d, i8, s->k, warps * s->m) > c->max_shared) warps /= 2;
+    if (warps * sg > c->max_invocations)
+        return WHY("needs %u invocations per workgroup, the device allows %u", warps * sg, c->max_invocations);
+    const uint32_t shared = smem_shared(x->d, i8, s->k, warps * s->m);
+    if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
     p->s_shape = *s;
     p->pv_shape = *pv;
     /* pin the width the local size was computed for, where the driver lets us */
     p->subgroup_size = (c->flags & MXA_VK_F_SUBGROUP_CTRL) && c->required_subgroup_stages_compute ? sg : 0;
-    p->subgroups = SMEM_WARPS;
-    p->local_size = SMEM_WARPS * sg;
-    p->rows_per_group = SMEM_WARPS * s->m;
+    p->subgroups = warps;
+    p->local_size = warps * sg;
+    p->rows_per_group = warps * s->m;
     p->shared_bytes = shared;
     snprintf(p->reason, sizeof p->reason,
              "KHR cooperative matrix %s %ux%ux%u for Q K^T and fp16 %ux%ux%u for P V on exact MXFP4 values, softmax "

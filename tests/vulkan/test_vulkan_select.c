@@ -99,24 +99,24 @@ static const expect table[] = {
     {"lavapipe-debian12", 0, 64, "coopmat-khr-i8", 0, 0, "scalar", "", "", "", 0, 0, 64},
     {"lavapipe-debian12", 0, 128, AUTO, 0, 1, "scalar", "", "", "", 0, 0, 64},
     /* ---- AMD RDNA3 / RDNA4 (RADV): int8 only at K = 16; default subgroup 64 ---- */
-    {"radv-rdna3", 0, 128, AUTO, 0, 0, "intdot", "", "", "", 0, 0, 128},
-    {"radv-rdna3", 0, 64, AUTO, 0, 0, "intdot", "", "", "", 0, 0, 128},
+    {"radv-rdna3", 0, 128, AUTO, 0, 0, "coopmat-khr-i8-smem", "16x16x16", "i8", "16x16x16", 0, 2, 128},
+    {"radv-rdna3", 0, 64, AUTO, 0, 0, "coopmat-khr-i8-smem", "16x16x16", "i8", "16x16x16", 0, 2, 128},
     {"radv-rdna3", 1, 128, AUTO, 0, 0, "coopmat-khr-i8-smem", "16x16x16", "i8", "16x16x16", 0, 4, 256},
     {"radv-rdna3", 1, 64, AUTO, 0, 0, "coopmat-khr-i8-smem", "16x16x16", "i8", "16x16x16", 0, 4, 256},
     {"radv-rdna3", 1, 128, "coopmat-khr-i8", 0, 0, "scalar", "", "", "", 0, 0, 64},
     {"radv-rdna3", 1, 64, "coopmat-khr-f16-smem", 0, 0, "coopmat-khr-f16-smem", "16x16x16", "f16", "16x16x16", 0, 4, 256},
     {"radv-rdna3", 1, 128, AUTO, 1, 0, "intdot", "", "", "", 0, 0, 128},
     {"radv-rdna4", 0, 128, AUTO, 0, 0, "intdot", "", "", "", 0, 0, 128},
-    {"radv-rdna4", 1, 128, AUTO, 0, 0, "coopmat-khr-i8-smem", "16x16x16", "i8", "16x16x16", 0, 4, 256},
-    {"radv-rdna4", 1, 64, AUTO, 0, 0, "coopmat-khr-i8-smem", "16x16x16", "i8", "16x16x16", 0, 4, 256},
+    {"radv-rdna4", 1, 128, AUTO, 0, 0, "intdot", "", "", "", 0, 0, 128},
+    {"radv-rdna4", 1, 64, AUTO, 0, 0, "coopmat-khr-i8-smem", "16x16x16", "i8", "16x16x16", 0, 2, 128},
     /* ---- Intel (ANV): M = 8 shapes, so only the shared-memory kernels ---- */
     {"anv-arc-a770", 0, 128, AUTO, 0, 0, "scalar", "", "", "", 0, 0, 64}, /* intdot needs subgroup shuffle: unconfirmed */
-    {"anv-arc-a770", 1, 128, AUTO, 0, 0, "coopmat-khr-i8-smem", "8x8x32", "i8", "8x8x16", 0, 4, 128},
-    {"anv-arc-a770", 1, 64, AUTO, 0, 0, "coopmat-khr-i8-smem", "8x8x32", "i8", "8x8x16", 0, 4, 128},
-    {"anv-arc-a770", 1, 64, "coopmat-khr-f16-smem", 0, 0, "coopmat-khr-f16-smem", "8x8x16", "f16", "8x8x16", 0, 4, 128},
+    {"anv-arc-a770", 1, 128, AUTO, 0, 0, "coopmat-khr-i8-smem", "8x8x32", "i8", "8x8x16", 0, 8, 256},
+    {"anv-arc-a770", 1, 64, AUTO, 0, 0, "coopmat-khr-i8-smem", "8x8x32", "i8", "8x8x16", 0, 8, 256},
+    {"anv-arc-a770", 1, 64, "coopmat-khr-f16-smem", 0, 0, "coopmat-khr-f16-smem", "8x8x16", "f16", "8x8x16", 0, 8, 256},
     {"anv-xe2", 0, 64, AUTO, 0, 0, "scalar", "", "", "", 0, 0, 64}, /* intdot needs subgroup shuffle: unconfirmed */
-    {"anv-xe2", 1, 128, AUTO, 0, 0, "coopmat-khr-i8-smem", "8x16x32", "i8", "8x16x16", 0, 4, 128},
-    {"anv-xe2", 1, 64, AUTO, 0, 0, "coopmat-khr-i8-smem", "8x16x32", "i8", "8x16x16", 0, 4, 128},
+    {"anv-xe2", 1, 128, AUTO, 0, 0, "coopmat-khr-i8-smem", "8x16x32", "i8", "8x16x16", 0, 8, 256},
+    {"anv-xe2", 1, 64, AUTO, 0, 0, "coopmat-khr-i8-smem", "8x16x32", "i8", "8x16x16", 0, 8, 256},
     {"anv-xe2", 1, 128, "coopmat-khr-i8", 0, 0, "scalar", "", "", "", 0, 0, 64},
     /* ---- no cooperative matrix ---- */
     {"mali-g720", 0, 128, AUTO, 0, 0, "scalar", "", "", "", 0, 0, 64}, /* intdot needs subgroup shuffle: unconfirmed */
