@@ -122,7 +122,7 @@ typedef struct ctx {
     int64_t d;
 } ctx;
 
-#define WHY(...) (snprintf(why, why_size, __VA_ARGS__), 0)
+#define WHY(...) (text_set(why, why_size, __VA_ARGS__), 0)
 
 /* What every cooperative-matrix variant needs of the call and the switches. */
 static int coop_common(const ctx *x, char *why, size_t why_size)
@@ -191,7 +191,7 @@ static int plan_khr_reg(const ctx *x, int i8, vk_plan *p, char *why, size_t why_
     p->s_map = c->c_map[s->n == 16 ? 0 : 1];
     p->o_map = c->c_map[pv->n == 16 ? 0 : 1];
     p->a_map = c->a_map;
-    snprintf(p->reason, sizeof p->reason,
+    text_set(p->reason, sizeof p->reason,
              "KHR cooperative matrix %s %ux%ux%u for Q K^T and fp16 %ux%ux%u for P V on exact MXFP4 values, softmax in "
              "registers (quad fragment layout)",
              i8 ? "int8" : "fp16", s->m, s->n, s->k, pv->m, pv->n, pv->k);
@@ -245,7 +245,7 @@ static int plan_khr_smem(const ctx *x, int i8, vk_plan *p, char *why, size_t why
     p->local_size = warps * sg;
     p->rows_per_group = warps * s->m;
     p->shared_bytes = shared;
-    snprintf(p->reason, sizeof p->reason,
+    text_set(p->reason, sizeof p->reason,
              "KHR cooperative matrix %s %ux%ux%u for Q K^T and fp16 %ux%ux%u for P V on exact MXFP4 values, softmax "
              "through shared memory%s%s",
              i8 ? "int8" : "fp16", s->m, s->n, s->k, pv->m, pv->n, pv->k, c->layout_note[0] ? " (" : "",
@@ -285,7 +285,7 @@ static int plan_intdot(const ctx *x, vk_plan *p, char *why, size_t why_size)
     p->shared_bytes = intdot_shared(x->d, br);
     p->tune[0] = orows;
     p->tune[1] = och;
-    snprintf(p->reason, sizeof p->reason, "packed int8 dot products (%s) on exact MXFP4 codes for Q K^T and P V",
+    text_set(p->reason, sizeof p->reason, "packed int8 dot products (%s) on exact MXFP4 codes for Q K^T and P V",
              c->int_dot_accel ? "accelerated" : "not accelerated on this device");
     return 1;
 }
@@ -327,7 +327,7 @@ void vk_select(const vk_caps *caps, const vk_select_call *call, const vk_select_
         if (id != VK_V_COUNT) {
             if (plan_variant(&x, id, plan, why, sizeof why)) return;
             char forced[64];
-            snprintf(forced, sizeof forced, "MXA_KERNEL=%s", opts->kernel);
+            text_set(forced, sizeof forced, "MXA_KERNEL=%s", opts->kernel);
             return plan_scalar(plan, "%s is not possible here (%s): scalar", forced, why);
         }
         /* a name of another backend's kernel: auto (mxa_env_kernel already warned) */
@@ -346,7 +346,7 @@ void vk_select(const vk_caps *caps, const vk_select_call *call, const vk_select_
                 }
             return;
         }
-        if (slot >= 0) snprintf(out_why[slot], sizeof out_why[slot], "%s", why);
+        if (slot >= 0) text_set(out_why[slot], sizeof out_why[slot], "%s", why);
     }
     /* why here is intdot's: the last one tried */
     char rest[340];
