@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int64_t d = 32; d <= 256; d *= 2) {
             vk_select_opts o;
             memset(&o, 0, sizeof o);
-            o.khr_built = o.khr_smem_built = o.nv_built = o.intdot_built = 1;
+            o.khr_built = o.khr_smem_built = o.intdot_built = 1;
             o.kernel = kernels[k];
             o.disable_coopmat = d == 256;
             const vk_select_call call = {d, 64, 1};
