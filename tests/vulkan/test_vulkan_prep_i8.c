@@ -27,6 +27,7 @@
 #include "runtime/mxfp4.h"
 #include "testutil.h"
 #include "vk_test_common.h"
+#include "vk_test_probe.h"
 
 /* vk_quantize.c: the rule as the shaders take it (not in vk_common.h). */
 void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
@@ -59,31 +60,9 @@ static int fail_or_skip(const char *why)
 static int setup(void **state)
 {
     (void)state;
-    char reason[MXA_REASON_LEN] = "";
-    if (vk_loader_init(reason, sizeof reason) || vk_instance_create(&g_inst, reason, sizeof reason))
-        return fail_or_skip(reason);
-    uint32_t n = 0;
-    VkPhysicalDevice pds[8];
-    if (vkEnumeratePhysicalDevices(g_inst, &n, NULL) != VK_SUCCESS || n == 0) return fail_or_skip("no physical device");
-    if (n > 8) n = 8;
-    if (vkEnumeratePhysicalDevices(g_inst, &n, pds) < 0) return fail_or_skip("vkEnumeratePhysicalDevices failed");
-    const char *id = getenv("MXA_TEST_VULKAN_DEVICE");
-    int index = 0, seen = 0, found = 0;
-    if (!id || sscanf(id, "vulkan:%d", &index) != 1) index = 0;
-    for (uint32_t i = 0; i < n && !found; i++) {
-        VkPhysicalDeviceProperties p;
-        mxa_device_info info;
-        vkGetPhysicalDeviceProperties(pds[i], &p);
-        if (p.apiVersion >= VK_API_VERSION_1_1 && vk_probe_physical(g_inst, pds[i], &g_probe, &info) == MXA_OK &&
-            seen++ == index) {
-            fprintf(stderr, "testing prep_qk_i8 on %s\n", info.name);
-            found = 1;
-        }
-    }
-    if (!found) {
-        snprintf(reason, sizeof reason, "no Vulkan 1.1 device vulkan:%d with a compute queue", index);
-        return fail_or_skip(reason);
-    }
+    char reason[MXA_REASON_LEN] = "", name[128] = "";
+    if (!vkt_probe_device(&g_inst, &g_probe, name, sizeof name, reason, sizeof reason)) return fail_or_skip(reason);
+    fprintf(stderr, "testing prep_qk_i8 on %s\n", name);
     if (!vk_kernel_available(VK_K_PREP_QK_I8)) return fail_or_skip("prep_qk_i8 was not built");
     if (vk_device_open(&g_probe, &g_dev) != MXA_OK) return fail_or_skip(mxa_last_error_message());
     return 0;
