@@ -136,21 +136,8 @@ int s_index(int c)
 float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
 float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShuffleXor(x, 2u); }
 
-// MXFP4(p) * 2^12 for p in [0, 1] under the block exponent ex (exb = (ex + 127) << 23,
-// sat = 6 * 2^ex): clamping at sat saturates, and adding then subtracting
-// c = 2^(max(e, ex) + 22), e the binade of the clamped p, rounds it to its E2M1 step in that
-// binade, ties to even (c is a multiple of twice the step). A one-off check found it equal
-// to the compare-chain form for every normal p < 2^(ex + 4) at ex = -127, -126, -100, -10
-// and -4 ... 0; a subnormal p may flush to 0 (its weight is below 2^-126 of the row
-// maximum). `precise` keeps the compiler from folding (x + c) - c.
-float quantize_p(float p, uint exb, float sat)
-{
-    const float pm = min(p, sat);
-    const float c = uintBitsToFloat(max(floatBitsToUint(pm), exb) & 0x7f800000u);
-    precise float x = fma(c, 4194304.0, pm);
-    precise float r = fma(c, -4194304.0, x);
-    return r * P_SCALE;
-}
+// MXFP4(p) * 2^12 (mxfp4.glsl's P^ rounding, then the scale that keeps P^ exact in fp16)
+float quantize_p(float p, uint exb, float sat) { return mx_quantize_p(p, exb, sat) * P_SCALE; }
 
 // This invocation's share of the key tile starting at j0: PER_THREAD_K uvec4 of K rows,
 // PER_THREAD of V^T rows, and PER_THREAD_S of the tile's BC * NB K scales. k_at, v_at: its

@@ -16,7 +16,7 @@
 //     converted to fp32 and multiplied component-wise by a matrix of the block's scale products
 //     (built in the subgroup's S buffer), then summed over the blocks in fp32, block order.
 //   default: S on fp16 (A SM x SK, B SK x SN, C fp32) from prep_qk.comp OUT_F16 (values / 2^E,
-//     one power-of-two scale per row), products exact as in attn_coopmat_nv.comp.
+//     one power-of-two scale per row), products exact (prep_qk.comp OUT_F16).
 //   Both: O += P V on fp16: A = P^ * 2^12 (SM x PK, from shared), B = V^T tile (PK x PN,
 //     column-major from prep_v.comp's OUT_F16 transpose = 1 layout V^T [heads, D, n_pad]),
 //     C fp32 (SM x PN), D / PN accumulators per subgroup.
@@ -44,7 +44,7 @@
 //   5. O += P^ V^T, P^ from the P buffer as the A matrix, V^T from sKV.
 // End: the O accumulators pass through the S buffer BC / PN at a time; lanes write
 // O = acc * vscale / l, and lse = m ln 2 + ln(l / 2^12). Results equal
-// attn_coopmat_nv_reg.comp's up to fp32 summation order (row sums, int8 wide blocks, MMA
+// attn_coopmat_khr.comp's up to fp32 summation order (row sums, int8 wide blocks, MMA
 // internals).
 //
 // Specialization constants: 0 D (multiple of 32, of SK and of PN), 1 BC (multiple of 32, SN,
@@ -164,18 +164,8 @@ shared float sM[WARPS * SM];          // running maximum, log2 units
 shared float sL[WARPS * SM];          // running row sum, units of 2^-12
 shared float sAl[WARPS * SM];         // this tile's alpha; at the end 1 / l
 
-// MXFP4(p) * 2^12 for p in [0, 1] under the block exponent ex (exb = (ex + 127) << 23,
-// sat = 6 * 2^ex), as attn_coopmat_nv_reg.comp: clamp at sat, then adding and subtracting
-// c = 2^(max(e, ex) + 22) (e the binade of the clamped p) rounds to the E2M1 step, ties to
-// even. `precise` keeps the compiler from folding (x + c) - c.
-float quantize_p(float p, uint exb, float sat)
-{
-    const float pm = min(p, sat);
-    const float c = uintBitsToFloat(max(floatBitsToUint(pm), exb) & 0x7f800000u);
-    precise float x = fma(c, 4194304.0, pm);
-    precise float r = fma(c, -4194304.0, x);
-    return r * P_SCALE;
-}
+// MXFP4(p) * 2^12 (mxfp4.glsl's P^ rounding, then the scale that keeps P^ exact in fp16)
+float quantize_p(float p, uint exb, float sat) { return mx_quantize_p(p, exb, sat) * P_SCALE; }
 
 // the S factor of query row qrow (narrow int8 / fp16): |qscale| * scale * log2(e) (int8: / 4)
 float q_factor(uint qrow)

@@ -106,8 +106,8 @@ int dot16(uvec4 a, uvec4 b, int acc)
 }
 
 // 2 x E2M1(w) for 0 <= w < 8, w = P~ * 2^-e: clamping at 6 saturates, adding then subtracting
-// c = 2^(max(binade(w), 0) + 22) rounds to the E2M1 step, ties to even (quantize_p of
-// attn_coopmat_khr.comp in units of 2^e).
+// c = 2^(max(binade(w), 0) + 22) rounds to the E2M1 step, ties to even (mx_quantize_p of
+// mxfp4.glsl in units of 2^e).
 int p_code(float w)
 {
     const float wm = min(w, 6.0);

@@ -49,3 +49,19 @@ uint mx_code(uint absbits, int e)
 uint mx_pow2_bits(int e) { return e >= -126 ? uint(e + 127) << 23 : 0x400000u; }
 
 bool mx_nonfinite(uint bits) { return (bits & 0x7f800000u) == 0x7f800000u; }
+
+// MXFP4(p) for p in [0, 1] under a block exponent ex given as exb = (ex + 127) << 23 and
+// sat = 6 * 2^ex (the attention kernels' P^): clamping at sat saturates, and adding then
+// subtracting c = 2^(max(e, ex) + 22), e the binade of the clamped p, rounds it to its E2M1
+// step in that binade, ties to even (c is a multiple of twice the step). A one-off check found
+// it equal to the compare-chain form for every normal p < 2^(ex + 4) at ex = -127, -126,
+// -100, -10 and -4 ... 0; a subnormal p may flush to 0 (its weight is below 2^-126 of the
+// row maximum). `precise` keeps the compiler from folding (x + c) - c.
+float mx_quantize_p(float p, uint exb, float sat)
+{
+    const float pm = min(p, sat);
+    const float c = uintBitsToFloat(max(floatBitsToUint(pm), exb) & 0x7f800000u);
+    precise float x = fma(c, 4194304.0, pm);
+    precise float r = fma(c, -4194304.0, x);
+    return r;
+}
