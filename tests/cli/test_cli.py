@@ -718,6 +718,32 @@ def test_probe():
     env = dict(os.environ, MXA_DEVICE="cpu")
     p = subprocess.run([MXA, "probe", "--json"], capture_output=True, text=True, env=env)
     check(json.loads(p.stdout)["auto"] == "cpu", "MXA_DEVICE=cpu makes auto the CPU")
+    vulkan_built = any(b["name"] == "vulkan" and b["built"] for b in doc["backends"])
+    test_probe_profile(vulkan_built)
+
+
+def test_probe_profile(vulkan_built):
+    """probe --profile: the plan for a recorded device, selection only; a bad profile is one clear error."""
+    profiles = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "vulkan", "profiles")
+    h200 = os.path.join(profiles, "nvidia-h200.json")
+    if not vulkan_built:
+        bad(["probe", "--profile", h200], "without the Vulkan backend")
+        return
+    out = good(["probe", "--profile", h200])
+    check("selection only" in out and "coopmat-khr-i8" in out and "16x16x32" in out, "probe --profile text: %r" % out)
+    doc = json.loads(good(["probe", "--profile", h200, "--json"]))
+    plans = [p for p in doc["plans"] if p["switch"] is None]
+    check(doc["selection_only"] is True and {p["d"] for p in plans} == {64, 128}, "probe --profile --json: %r" % doc)
+    check(all(p["variant"] == "coopmat-khr-i8" for p in plans), "the H200 profile plans coopmat-khr-i8: %r" % plans)
+    rdna3 = json.loads(good(["probe", "--profile", os.path.join(profiles, "radv-rdna3.json"), "--json"]))
+    check([p["variant"] for p in rdna3["plans"] if p["switch"] is None and p["d"] == 128] == ["coopmat-khr-i8-smem"],
+          "the RDNA3 profile plans the shared-memory kernel: %r" % rdna3["plans"])
+    with open(h200) as f:
+        text = f.read()
+    with open(path("broken.json"), "w") as f:
+        f.write(text.replace('"max_shared": 49152', '"max_shared": "lots"'))
+    bad(["probe", "--profile", path("broken.json")], "max_shared")
+    bad(["probe", "--profile", path("absent.json")])
 
 
 def test_demo():
