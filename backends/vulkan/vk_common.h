@@ -53,15 +53,10 @@ typedef VkResult(VKAPI_PTR *mxa_pfn_coopmat_props_khr)(VkPhysicalDevice, uint32_
 typedef struct vk_probe_data {
     uint8_t uuid[VK_UUID_SIZE];
     uint8_t cache_uuid[VK_UUID_SIZE];
-    uint32_t vendor_id, device_id, driver_version, api_version;
-    VkPhysicalDeviceType type;
-    uint32_t flags;               /* MXA_VK_F_* */
-    uint32_t subgroup_size;       /* default subgroup size */
-    uint32_t max_shared;          /* maxComputeSharedMemorySize */
     uint32_t timestamp_bits;      /* of the compute queue family; 0 = no timing */
     float timestamp_period;       /* ns per tick */
     uint32_t queue_family;
-    vk_caps caps;                 /* the capability record kernel selection reads (vk_select.h) */
+    vk_caps caps;                 /* ids, features (flags: MXA_VK_F_*), limits: what kernel selection reads (vk_select.h) */
 } vk_probe_data;
 
 /* A device buffer (what mxa_buffer handles point to). */

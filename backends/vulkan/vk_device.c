@@ -45,8 +45,8 @@ static mxa_status find_physical(vk_device *dev)
 static mxa_status create_logical(vk_device *dev)
 {
     const vk_probe_data *p = dev->probe;
-    const int v12 = p->api_version >= VK_API_VERSION_1_2;
-    const int v13 = p->api_version >= VK_API_VERSION_1_3;
+    const int v12 = p->caps.api_version >= VK_API_VERSION_1_2;
+    const int v13 = p->caps.api_version >= VK_API_VERSION_1_3;
     const char *exts[8];
     uint32_t next = 0;
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -59,38 +59,38 @@ static mxa_status create_logical(vk_device *dev)
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pex = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
     void **tail = &f2.pNext;
-    if (p->flags & MXA_VK_F_STORAGE16) {
+    if (p->caps.flags & MXA_VK_F_STORAGE16) {
         s16.storageBuffer16BitAccess = VK_TRUE;
         *tail = &s16;
         tail = &s16.pNext;
     }
-    if (p->flags & (MXA_VK_F_FP16 | MXA_VK_F_INT8)) {
-        f16.shaderFloat16 = (p->flags & MXA_VK_F_FP16) ? VK_TRUE : VK_FALSE;
-        f16.shaderInt8 = (p->flags & MXA_VK_F_INT8) ? VK_TRUE : VK_FALSE;
+    if (p->caps.flags & (MXA_VK_F_FP16 | MXA_VK_F_INT8)) {
+        f16.shaderFloat16 = (p->caps.flags & MXA_VK_F_FP16) ? VK_TRUE : VK_FALSE;
+        f16.shaderInt8 = (p->caps.flags & MXA_VK_F_INT8) ? VK_TRUE : VK_FALSE;
         *tail = &f16;
         tail = &f16.pNext;
         if (!v12) exts[next++] = VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME;
     }
-    if (p->flags & MXA_VK_F_COOPMAT_KHR) {
+    if (p->caps.flags & MXA_VK_F_COOPMAT_KHR) {
         khr.cooperativeMatrix = VK_TRUE;
         *tail = &khr;
         tail = &khr.pNext;
         exts[next++] = MXA_VK_KHR_COOPMAT_NAME;
     }
-    if (p->flags & MXA_VK_F_INT_DOT) {
+    if (p->caps.flags & MXA_VK_F_INT_DOT) {
         dot.shaderIntegerDotProduct = VK_TRUE;
         *tail = &dot;
         tail = &dot.pNext;
         if (!v13) exts[next++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
     }
-    if (p->flags & MXA_VK_F_SUBGROUP_CTRL) { /* kernels that need 32 lanes ask for them */
+    if (p->caps.flags & MXA_VK_F_SUBGROUP_CTRL) { /* kernels that need 32 lanes ask for them */
         sgc.subgroupSizeControl = VK_TRUE;
         sgc.computeFullSubgroups = VK_TRUE;
         *tail = &sgc;
         tail = &sgc.pNext;
         if (!v13) exts[next++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
     }
-    if ((p->flags & MXA_VK_F_PIPELINE_STATS) && mxa_log_enabled(MXA_LOG_DEBUG) && vkGetPipelineExecutableStatisticsKHR) {
+    if ((p->caps.flags & MXA_VK_F_PIPELINE_STATS) && mxa_log_enabled(MXA_LOG_DEBUG) && vkGetPipelineExecutableStatisticsKHR) {
         /* only when someone reads them, and only if the loader has the entry point */
         pex.pipelineExecutableInfo = VK_TRUE;
         *tail = &pex;
@@ -118,8 +118,8 @@ void vk_cache_key(const vk_probe_data *p, char *key, size_t size)
 {
     char uuid[2 * VK_UUID_SIZE + 1];
     for (unsigned i = 0; i < VK_UUID_SIZE; i++) snprintf(uuid + 2 * i, 3, "%02x", p->cache_uuid[i]);
-    snprintf(key, size, "vendor=%04x device=%04x driver=%08x cache=%s shaders=%016llx", p->vendor_id, p->device_id,
-             p->driver_version, uuid, (unsigned long long)vk_shader_hash());
+    snprintf(key, size, "vendor=%04x device=%04x driver=%08x cache=%s shaders=%016llx", p->caps.vendor_id, p->caps.device_id,
+             p->caps.driver_version, uuid, (unsigned long long)vk_shader_hash());
 }
 
 /* Loads the VkPipelineCache; a missing or rejected cache file just means an empty cache. */

@@ -42,8 +42,8 @@ static void add_cap(char *buf, size_t size, const char *what)
  * CPU device) below mxa's native CPU backend (score 0) so that CI picks the CPU. */
 static int device_score(const vk_probe_data *d)
 {
-    int coop = (d->flags & MXA_VK_F_COOPMAT_KHR) != 0;
-    switch (d->type) {
+    int coop = (d->caps.flags & MXA_VK_F_COOPMAT_KHR) != 0;
+    switch ((VkPhysicalDeviceType)d->caps.device_type) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return coop ? 100 : 50;
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return coop ? 40 : 20;
     case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 10;
@@ -135,9 +135,8 @@ static void vk_caps_from_probe(vk_probe_data *data, const VkPhysicalDeviceProper
         c->driver_id = (uint32_t)drv->driverID;
         snprintf(c->driver_name, sizeof c->driver_name, "%.63s", drv->driverName);
     }
-    c->flags = data->flags;
-    c->int_dot_accel = dot && (data->flags & MXA_VK_F_INT_DOT) && dot->integerDotProduct4x8BitPackedSignedAccelerated;
-    c->subgroup_size = c->subgroup_min = c->subgroup_max = data->subgroup_size;
+    c->int_dot_accel = dot && (c->flags & MXA_VK_F_INT_DOT) && dot->integerDotProduct4x8BitPackedSignedAccelerated;
+    c->subgroup_min = c->subgroup_max = c->subgroup_size;
     if (sgc && sgc->minSubgroupSize && sgc->maxSubgroupSize >= sgc->minSubgroupSize) {
         c->subgroup_min = sgc->minSubgroupSize;
         c->subgroup_max = sgc->maxSubgroupSize;
@@ -219,33 +218,27 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
 
     memcpy(data->uuid, p_id.deviceUUID, VK_UUID_SIZE);
     memcpy(data->cache_uuid, base.pipelineCacheUUID, VK_UUID_SIZE);
-    data->vendor_id = base.vendorID;
-    data->device_id = base.deviceID;
-    data->driver_version = base.driverVersion;
-    data->api_version = api;
-    data->type = base.deviceType;
-    data->subgroup_size = p_sg.subgroupSize;
-    data->max_shared = base.limits.maxComputeSharedMemorySize;
+    data->caps.subgroup_size = p_sg.subgroupSize;
     data->timestamp_period = base.limits.timestampPeriod;
 
-    if (f_s16.storageBuffer16BitAccess) data->flags |= MXA_VK_F_STORAGE16;
-    if (e_f16i8 && f_f16.shaderFloat16) data->flags |= MXA_VK_F_FP16;
-    if (e_f16i8 && f_f16.shaderInt8) data->flags |= MXA_VK_F_INT8;
-    if (e_s8 && f_s8.storageBuffer8BitAccess) data->flags |= MXA_VK_F_STORAGE8;
-    if (e_dot && f_dot.shaderIntegerDotProduct) data->flags |= MXA_VK_F_INT_DOT;
-    if (e_sgc && f_sgc.subgroupSizeControl && f_sgc.computeFullSubgroups) data->flags |= MXA_VK_F_SUBGROUP_CTRL;
+    if (f_s16.storageBuffer16BitAccess) data->caps.flags |= MXA_VK_F_STORAGE16;
+    if (e_f16i8 && f_f16.shaderFloat16) data->caps.flags |= MXA_VK_F_FP16;
+    if (e_f16i8 && f_f16.shaderInt8) data->caps.flags |= MXA_VK_F_INT8;
+    if (e_s8 && f_s8.storageBuffer8BitAccess) data->caps.flags |= MXA_VK_F_STORAGE8;
+    if (e_dot && f_dot.shaderIntegerDotProduct) data->caps.flags |= MXA_VK_F_INT_DOT;
+    if (e_sgc && f_sgc.subgroupSizeControl && f_sgc.computeFullSubgroups) data->caps.flags |= MXA_VK_F_SUBGROUP_CTRL;
     if (e_nv && f_nv.cooperativeMatrix && (p_nv.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT))
-        data->flags |= MXA_VK_F_COOPMAT_NV;
-    if (e_khr && f_khr.cooperativeMatrix) data->flags |= MXA_VK_F_COOPMAT_KHR;
-    if (e_pex && f_pex.pipelineExecutableInfo) data->flags |= MXA_VK_F_PIPELINE_STATS;
+        data->caps.flags |= MXA_VK_F_COOPMAT_NV;
+    if (e_khr && f_khr.cooperativeMatrix) data->caps.flags |= MXA_VK_F_COOPMAT_KHR;
+    if (e_pex && f_pex.pipelineExecutableInfo) data->caps.flags |= MXA_VK_F_PIPELINE_STATS;
     if ((p_sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
         (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT))
-        data->flags |= MXA_VK_F_SUBGROUP_SHUFFLE;
+        data->caps.flags |= MXA_VK_F_SUBGROUP_SHUFFLE;
     if ((p_sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
         (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
         (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT))
-        data->flags |= MXA_VK_F_SUBGROUP_ARITH;
-    const uint32_t khr_configs = (data->flags & MXA_VK_F_COOPMAT_KHR) ? probe_coopmat_khr(inst, pd, data) : 0;
+        data->caps.flags |= MXA_VK_F_SUBGROUP_ARITH;
+    const uint32_t khr_configs = (data->caps.flags & MXA_VK_F_COOPMAT_KHR) ? probe_coopmat_khr(inst, pd, data) : 0;
 
     /* compute queue family and its timestamp support */
     uint32_t nqf = 0;
@@ -270,7 +263,7 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
                                ? qf[data->queue_family].timestampValidBits : 0;
 
     vk_caps_from_probe(data, &base, e_drv ? &p_drv : NULL, e_sgc ? &p_sgc : NULL, e_dot ? &p_dot : NULL);
-    if (data->flags & MXA_VK_F_COOPMAT_KHR) (void)vk_khr_fragment_map(data); /* fills data->caps.quad_ok, maps, note */
+    if (data->caps.flags & MXA_VK_F_COOPMAT_KHR) (void)vk_khr_fragment_map(data); /* fills data->caps.quad_ok, maps, note */
 
     /* ---- the public description ---- */
     VkPhysicalDeviceMemoryProperties mem;
@@ -298,18 +291,18 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     char *caps = info->capabilities;
     size_t cs = sizeof info->capabilities;
     snprintf(caps, cs, "vk%u.%u", VK_API_VERSION_MAJOR(api), VK_API_VERSION_MINOR(api));
-    if (data->flags & MXA_VK_F_FP16) { info->caps |= MXA_CAP_FP16; add_cap(caps, cs, "fp16"); }
-    if (data->flags & MXA_VK_F_INT8) { info->caps |= MXA_CAP_INT8; add_cap(caps, cs, "int8"); }
-    if (data->flags & MXA_VK_F_STORAGE16) add_cap(caps, cs, "storage16");
-    if (data->flags & MXA_VK_F_STORAGE8) add_cap(caps, cs, "storage8");
-    if (data->flags & MXA_VK_F_INT_DOT) {
+    if (data->caps.flags & MXA_VK_F_FP16) { info->caps |= MXA_CAP_FP16; add_cap(caps, cs, "fp16"); }
+    if (data->caps.flags & MXA_VK_F_INT8) { info->caps |= MXA_CAP_INT8; add_cap(caps, cs, "int8"); }
+    if (data->caps.flags & MXA_VK_F_STORAGE16) add_cap(caps, cs, "storage16");
+    if (data->caps.flags & MXA_VK_F_STORAGE8) add_cap(caps, cs, "storage8");
+    if (data->caps.flags & MXA_VK_F_INT_DOT) {
         info->caps |= MXA_CAP_INT_DOT;
         add_cap(caps, cs, p_dot.integerDotProduct4x8BitPackedSignedAccelerated ? "int-dot(accel 4x8 packed)" : "int-dot");
     }
-    if (data->flags & MXA_VK_F_SUBGROUP_ARITH) { info->caps |= MXA_CAP_SUBGROUPS; add_cap(caps, cs, "subgroups"); }
-    if (data->flags & MXA_VK_F_SUBGROUP_CTRL) add_cap(caps, cs, "subgroup-size-control");
-    if (data->flags & MXA_VK_F_COOPMAT_NV) add_cap(caps, cs, "coopmat-nv"); /* recorded; the kernels use KHR */
-    if (data->flags & MXA_VK_F_COOPMAT_KHR) {
+    if (data->caps.flags & MXA_VK_F_SUBGROUP_ARITH) { info->caps |= MXA_CAP_SUBGROUPS; add_cap(caps, cs, "subgroups"); }
+    if (data->caps.flags & MXA_VK_F_SUBGROUP_CTRL) add_cap(caps, cs, "subgroup-size-control");
+    if (data->caps.flags & MXA_VK_F_COOPMAT_NV) add_cap(caps, cs, "coopmat-nv"); /* recorded; the kernels use KHR */
+    if (data->caps.flags & MXA_VK_F_COOPMAT_KHR) {
         info->caps |= MXA_CAP_COOPMAT;
         char t[160];
         khr_shapes_text(&data->caps, khr_configs, t, sizeof t);

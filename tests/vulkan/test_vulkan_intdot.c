@@ -44,15 +44,15 @@ static int setup(void **state)
     (void)state;
     char reason[MXA_REASON_LEN] = "", name[128] = "";
     if (!vkt_probe_device(&g_inst, &g_probe, name, sizeof name, reason, sizeof reason)) return fail_or_skip(reason);
-    fprintf(stderr, "testing attn_intdot on %s (subgroup size %u, shared memory %u)\n", name, g_probe.subgroup_size,
-            g_probe.max_shared);
+    fprintf(stderr, "testing attn_intdot on %s (subgroup size %u, shared memory %u)\n", name, g_probe.caps.subgroup_size,
+            g_probe.caps.max_shared);
     /* a build or device without the kernel skips (it is not a failure of the device) */
     if (!vk_kernel_available(VK_K_ATTN_INTDOT) || !vk_kernel_available(VK_K_PREP_V_I8) ||
         !vk_kernel_available(VK_K_PREP_QK_I8)) {
         fprintf(stderr, "attn_intdot / prep_v_i8 / prep_qk_i8 not built: skipped\n");
         return 0;
     }
-    if (!(g_probe.flags & MXA_VK_F_INT_DOT) || !(g_probe.flags & MXA_VK_F_SUBGROUP_SHUFFLE) || g_probe.subgroup_size < 8) {
+    if (!(g_probe.caps.flags & MXA_VK_F_INT_DOT) || !(g_probe.caps.flags & MXA_VK_F_SUBGROUP_SHUFFLE) || g_probe.caps.subgroup_size < 8) {
         fprintf(stderr, "the device lacks integer dot products, subgroup shuffles or 8-wide subgroups: skipped\n");
         return 0;
     }
@@ -83,8 +83,8 @@ static int tiling_fits(tiling t, int d)
     if (t.threads % 8 || (8 * t.br) % t.threads || t.br % t.or_ || t.threads % rg2) return 0;
     const int cg = t.threads / rg2;
     if (d % cg) return 0;
-    if (t.threads % (int)g_probe.subgroup_size && t.threads > (int)g_probe.subgroup_size) return 0;
-    return shared_bytes(d, t.br) <= g_probe.max_shared;
+    if (t.threads % (int)g_probe.caps.subgroup_size && t.threads > (int)g_probe.caps.subgroup_size) return 0;
+    return shared_bytes(d, t.br) <= g_probe.caps.max_shared;
 }
 
 typedef struct acase {

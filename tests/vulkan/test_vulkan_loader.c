@@ -194,7 +194,7 @@ static void test_kernel_names_listed(void **state)
     (void)state;
     static const char *const forced[] = {NULL,          "scalar",          "intdot", "coopmat-khr-i8", "coopmat-khr-f16",
                                          "coopmat-khr-i8-smem", "coopmat-khr-f16-smem"};
-    vk_probe_data full = {.flags = ~0u}, none = {0};
+    vk_probe_data full = {0}, none = {0};
     full.caps = (vk_caps){.flags = ~0u, .int_dot_accel = 1, .subgroup_size = 32, .subgroup_min = 32, .subgroup_max = 32,
                           .max_shared = 64 * 1024, .max_invocations = 1024, .n_khr = 2, .quad_ok = {1, 1}};
     full.caps.khr[0] = (vk_coopmat_shape){16, 16, 32, VK_CT_S8, VK_CT_S8, VK_CT_S32, VK_CT_S32, VK_SCOPE_SUBGROUP_VALUE, 0};
