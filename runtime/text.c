@@ -1,8 +1,18 @@
 /* Text from drivers made safe to print: `mxa probe` printed raw bytes of a
  * garbage device name (terminal escapes included). */
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "text.h"
+
+void mxa_text_format(char *out, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, size, fmt, ap);
+    va_end(ap);
+}
 
 /* Length of the valid, printable UTF-8 sequence at s (1..4), or 0. */
 static int valid_sequence(const unsigned char *s)

@@ -10,7 +10,6 @@
  * like the pipeline cache), so only the first probe on a machine pays for opening the
  * device.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,17 +18,10 @@
 #include "../../runtime/cache.h"
 #include "../../runtime/log.h"
 #include "../../runtime/status.h"
+#include "../../runtime/text.h"
 
 #define LAYOUT_CACHE "vulkan-fragment-map"
 
-/* A note that may be cut at the buffer's end (it is for people, not parsed). */
-static void note_set(char *note, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(note, size, fmt, ap);
-    va_end(ap);
-}
 
 
 /* Element code: bit 0 column + 1, bit 1 row + 8, bit 2 column + 8 (from row g, column 2t). */
@@ -47,21 +39,21 @@ static int element_codes(const float *v, int count, const char *what, int codes[
     for (int i = 0; i < count; i++) {
         const int val = (int)v[i], row = val / 16, col = val % 16;
         if (v[i] != (float)val || (row != 0 && row != 8) || (col & ~col_bits)) {
-            note_set(note, note_size, "%s element %d of lane 0 is (%d, %d): not a quad fragment", what, i, row, col);
+            mxa_text_format(note, note_size, "%s element %d of lane 0 is (%d, %d): not a quad fragment", what, i, row, col);
             return 0;
         }
         codes[i] = (col & 1) | (row == 8) << 1 | (col >= 8) << 2;
         seen |= 1 << codes[i];
     }
     if (seen != (1 << count) - 1) {
-        note_set(note, note_size, "%s elements of lane 0 repeat a position", what);
+        mxa_text_format(note, note_size, "%s elements of lane 0 repeat a position", what);
         return 0;
     }
     for (int lane = 1; lane < 32; lane++)
         for (int i = 0; i < count; i++) {
             const int want = code_value(lane, codes[i]);
             if (v[lane * 8 + i] != (float)want) {
-                note_set(note, note_size, "%s element %d of lane %d is (%d, %d), not (%d, %d)", what, i, lane,
+                mxa_text_format(note, note_size, "%s element %d of lane %d is (%d, %d), not (%d, %d)", what, i, lane,
                          (int)v[lane * 8 + i] / 16, (int)v[lane * 8 + i] % 16, want / 16, want % 16);
                 return 0;
             }
@@ -88,7 +80,7 @@ int vk_khr_fragment_map_decode(const float *v, int n, vk_caps *caps)
     int a[8], c[8];
     caps->quad_ok[slot] = 0;
     if (v[512] != 8.0f || v[513] != (float)count) {
-        note_set(note, note_size, "KHR fragments hold %g (fp16 16x16) and %g (fp32 16x%d) elements per lane, not 8 and %d",
+        mxa_text_format(note, note_size, "KHR fragments hold %g (fp16 16x16) and %g (fp32 16x%d) elements per lane, not 8 and %d",
                  (double)v[512], (double)v[513], n, count);
         return 0;
     }
@@ -101,7 +93,7 @@ int vk_khr_fragment_map_decode(const float *v, int n, vk_caps *caps)
     caps->c_map[slot] = pack_codes(c, count, tc);
     caps->quad_ok[slot] = 1;
     const size_t len = strnlen(note, note_size);
-    note_set(note + len, note_size - len, "%sKHR quad: fp16 %s, fp32 16x%d %s", len ? "; " : "", ta, n, tc);
+    mxa_text_format(note + len, note_size - len, "%sKHR quad: fp16 %s, fp32 16x%d %s", len ? "; " : "", ta, n, tc);
     return 1;
 }
 
@@ -163,7 +155,7 @@ int vk_khr_fragment_map(vk_probe_data *probe)
             if (!st) st = vk_buffer_read(dev, out, 0, values, sizeof values);
             if (st) {
                 const size_t len = strnlen(caps->layout_note, sizeof caps->layout_note);
-                note_set(caps->layout_note + len, sizeof caps->layout_note - len, "%sthe KHR 16x%d layout check failed: %s",
+                mxa_text_format(caps->layout_note + len, sizeof caps->layout_note - len, "%sthe KHR 16x%d layout check failed: %s",
                          len ? "; " : "", n, mxa_last_error_message());
                 mxa_clear_error();
                 continue;

@@ -5,20 +5,11 @@
  * Shapes are picked from the configurations the driver enumerates, never by vendor; the
  * vendor and driver enter only through the denylist below, each entry with its source.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "vk_common.h"
-
-/* Text for people, cut at the buffer's end if it must be. */
-static void text_set(char *out, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out, size, fmt, ap);
-    va_end(ap);
-}
+#include "../../runtime/text.h"
 
 static const char *const variant_names[VK_V_COUNT] = {
     [VK_V_SCALAR] = "scalar",
@@ -122,7 +113,7 @@ typedef struct ctx {
     int64_t d;
 } ctx;
 
-#define WHY(...) (text_set(why, why_size, __VA_ARGS__), 0)
+#define WHY(...) (mxa_text_format(why, why_size, __VA_ARGS__), 0)
 
 /* What every cooperative-matrix variant needs of the call and the switches. */
 static int coop_common(const ctx *x, char *why, size_t why_size)
@@ -191,7 +182,7 @@ static int plan_khr_reg(const ctx *x, int i8, vk_plan *p, char *why, size_t why_
     p->s_map = c->c_map[s->n == 16 ? 0 : 1];
     p->o_map = c->c_map[pv->n == 16 ? 0 : 1];
     p->a_map = c->a_map;
-    text_set(p->reason, sizeof p->reason,
+    mxa_text_format(p->reason, sizeof p->reason,
              "KHR cooperative matrix %s %ux%ux%u for Q K^T and fp16 %ux%ux%u for P V on exact MXFP4 values, softmax in "
              "registers (quad fragment layout)",
              i8 ? "int8" : "fp16", s->m, s->n, s->k, pv->m, pv->n, pv->k);
@@ -245,7 +236,7 @@ static int plan_khr_smem(const ctx *x, int i8, vk_plan *p, char *why, size_t why
     p->local_size = warps * sg;
     p->rows_per_group = warps * s->m;
     p->shared_bytes = shared;
-    text_set(p->reason, sizeof p->reason,
+    mxa_text_format(p->reason, sizeof p->reason,
              "KHR cooperative matrix %s %ux%ux%u for Q K^T and fp16 %ux%ux%u for P V on exact MXFP4 values, softmax "
              "through shared memory%s%s",
              i8 ? "int8" : "fp16", s->m, s->n, s->k, pv->m, pv->n, pv->k, c->layout_note[0] ? " (" : "",
@@ -285,7 +276,7 @@ static int plan_intdot(const ctx *x, vk_plan *p, char *why, size_t why_size)
     p->shared_bytes = intdot_shared(x->d, br);
     p->tune[0] = orows;
     p->tune[1] = och;
-    text_set(p->reason, sizeof p->reason, "packed int8 dot products (%s) on exact MXFP4 codes for Q K^T and P V",
+    mxa_text_format(p->reason, sizeof p->reason, "packed int8 dot products (%s) on exact MXFP4 codes for Q K^T and P V",
              c->int_dot_accel ? "accelerated" : "not accelerated on this device");
     return 1;
 }
@@ -312,7 +303,7 @@ static void plan_scalar(vk_plan *p, const char *fmt, const char *a, const char *
     p->variant = variant_names[VK_V_SCALAR];
     p->local_size = 64;
     p->rows_per_group = 1;
-    text_set(p->reason, sizeof p->reason, fmt, a, b);
+    mxa_text_format(p->reason, sizeof p->reason, fmt, a, b);
 }
 
 void vk_select(const vk_caps *caps, const vk_select_call *call, const vk_select_opts *opts, vk_plan *plan)
@@ -327,7 +318,7 @@ void vk_select(const vk_caps *caps, const vk_select_call *call, const vk_select_
         if (id != VK_V_COUNT) {
             if (plan_variant(&x, id, plan, why, sizeof why)) return;
             char forced[64];
-            text_set(forced, sizeof forced, "MXA_KERNEL=%s", opts->kernel);
+            mxa_text_format(forced, sizeof forced, "MXA_KERNEL=%s", opts->kernel);
             return plan_scalar(plan, "%s is not possible here (%s): scalar", forced, why);
         }
         /* a name of another backend's kernel: auto (mxa_env_kernel already warned) */
@@ -341,16 +332,16 @@ void vk_select(const vk_caps *caps, const vk_select_call *call, const vk_select_
             for (int k = 0; k < 2; k++)
                 if (out_why[k][0]) {
                     const size_t len = strlen(plan->reason);
-                    text_set(plan->reason + len, sizeof plan->reason - len, "; not %s: %s",
+                    mxa_text_format(plan->reason + len, sizeof plan->reason - len, "; not %s: %s",
                              variant_names[k ? VK_V_KHR_I8_SMEM : VK_V_KHR_I8], out_why[k]);
                 }
             return;
         }
-        if (slot >= 0) text_set(out_why[slot], sizeof out_why[slot], "%s", why);
+        if (slot >= 0) mxa_text_format(out_why[slot], sizeof out_why[slot], "%s", why);
     }
     /* why here is intdot's: the last one tried */
     char rest[340];
-    text_set(rest, sizeof rest, "not %s: %s; not %s: %s", variant_names[VK_V_KHR_I8], out_why[0],
+    mxa_text_format(rest, sizeof rest, "not %s: %s; not %s: %s", variant_names[VK_V_KHR_I8], out_why[0],
              variant_names[VK_V_KHR_I8_SMEM], out_why[1]);
     plan_scalar(plan, "scalar: %s; not intdot: %s", rest, why);
 }
