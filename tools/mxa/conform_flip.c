@@ -94,6 +94,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze.h"
 #include "conform.h"
 
 #define U 0x1p-24
@@ -206,20 +207,6 @@ static int trace_init(trace *t, const mxa_attention_desc *desc, int bc, mxa_dtyp
     return 0;
 }
 
-/* SPEC §2.1 exactly as runtime/hadamard.c orders it. */
-static void fwht(float *x, int d)
-{
-    for (int h = 1; h < d; h *= 2)
-        for (int i = 0; i < d; i += 2 * h)
-            for (int j = i; j < i + h; j++) {
-                float a = x[j], b = x[j + h];
-                x[j] = a + b;
-                x[j + h] = a - b;
-            }
-    const float norm = (float)(1.0 / sqrt((double)d));
-    for (int i = 0; i < d; i++) x[i] *= norm;
-}
-
 /* Rotates and quantizes n rows of d (SPEC §2.1-2); |x|_1 before and after. -1 if not finite. */
 static int prep_rows(const trace *t, const float *src, int64_t n, float *dst, double *raw, double *rot)
 {
@@ -229,7 +216,7 @@ static int prep_rows(const trace *t, const float *src, int64_t n, float *dst, do
         memcpy(y, src + r * d, (size_t)d * 4);
         raw[r] = 0.0;
         for (int64_t c = 0; c < d; c++) raw[r] += fabs((double)y[c]);
-        if (t->desc->hadamard) fwht(y, (int)d);
+        if (t->desc->hadamard) an_hadamard(y, (int)d); /* SPEC §2.1 in the library's fp32 order */
         if (t->qk)
             for (int64_t b = 0; b < d; b += 32)
                 if (quant_block(y + b, 32, t->desc->rule, y + b)) return -1;
