@@ -274,26 +274,29 @@ static int read_choice(jp *p, const char *const *names, int *out)
     return fail(p, "expected one of %s", list);
 }
 
-/* Iterates over the members of an object: call with *first = 1; returns 1 with the
- * key in key[] for each member, 0 after the closing brace, -1 on an error. */
-static int next_member(jp *p, int *first, char *key, size_t key_size)
+/* Steps through an object or array opened by `open`: call with *first = 1; returns 1 before
+ * each item, 0 after `close`, -1 on an error (`item` and `container` name them in it). */
+static int next_item(jp *p, int *first, char open, char close, const char *item, const char *container)
 {
     if (*first) {
-        if (expect(p, '{')) return -1;
+        if (expect(p, open)) return -1;
         *first = 0;
-        if (peek(p) == '}') {
-            p->pos++;
-            return 0;
-        }
-    } else {
-        const char c = peek(p);
-        if (c == '}') {
-            p->pos++;
-            return 0;
-        }
-        if (c != ',') return fail(p, c ? "expected ',' or '}' after a member" : "the text ends inside an object");
+        if (peek(p) != close) return 1;
+    } else if (peek(p) == ',') {
         p->pos++;
+        return 1;
+    } else if (peek(p) != close) {
+        return peek(p) ? fail(p, "expected ',' or '%c' after %s", close, item) : fail(p, "the text ends inside %s", container);
     }
+    p->pos++; /* the closing bracket */
+    return 0;
+}
+
+/* The members of an object: 1 with the key in key[] for each, 0 after the closing brace. */
+static int next_member(jp *p, int *first, char *key, size_t key_size)
+{
+    const int r = next_item(p, first, '{', '}', "a member", "an object");
+    if (r != 1) return r;
     if (peek(p) != '"') return fail(p, p->s[p->pos] ? "expected a key (a string)" : "the text ends inside an object");
     if (read_name(p, key, key_size)) return -1;
     if (!key[0]) snprintf(key, key_size, "(a long key)");
@@ -301,27 +304,8 @@ static int next_member(jp *p, int *first, char *key, size_t key_size)
     return 1;
 }
 
-/* The same for arrays: 1 before each element, 0 after the closing bracket. */
-static int next_element(jp *p, int *first)
-{
-    if (*first) {
-        if (expect(p, '[')) return -1;
-        *first = 0;
-        if (peek(p) == ']') {
-            p->pos++;
-            return 0;
-        }
-        return 1;
-    }
-    const char c = peek(p);
-    if (c == ']') {
-        p->pos++;
-        return 0;
-    }
-    if (c != ',') return fail(p, c ? "expected ',' or ']' after an element" : "the text ends inside an array");
-    p->pos++;
-    return 1;
-}
+/* The elements of an array: 1 before each, 0 after the closing bracket. */
+static int next_element(jp *p, int *first) { return next_item(p, first, '[', ']', "an element", "an array"); }
 
 /* ------------------------------------------------------------------ the schema */
 
