@@ -101,13 +101,13 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
 {
     vk_plan plan;
     vk_plan_call(dev->probe, call, &plan);
-    const plan_kernels pk_ = kernels_of(plan.id);
+    const plan_kernels kern = kernels_of(plan.id);
     const int scalar = plan.id == VK_V_SCALAR;
     const mxa_attention_desc *desc = &call->desc;
     const uint64_t b = (uint64_t)call->q.b, h = (uint64_t)call->q.h, hkv = (uint64_t)call->k.h;
     const uint64_t nq = (uint64_t)call->q.n, nk = (uint64_t)call->k.n, d = (uint64_t)call->q.d;
     const uint64_t nq_pad = scalar ? nq : round_up(nq, plan.rows_per_group), nk_pad = round_up(nk, (uint64_t)call->bc);
-    const uint64_t nb = pk_.qk_i8 ? d / 32 : 1; /* Q/K scales per row */
+    const uint64_t nb = kern.qk_i8 ? d / 32 : 1; /* Q/K scales per row */
     if ((b * h * nq_pad + b * hkv * nk_pad) * d >= (1ull << 31))
         return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan attention: the problem exceeds the kernels' 32-bit indexing");
     snprintf(info->variant, sizeof info->variant, "%s", plan.variant);
@@ -118,10 +118,10 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     if ((st = input_buffer(dev, &call->q, S_QIN, &qin, &qoff)) || (st = input_buffer(dev, &call->k, S_KIN, &kin, &koff)) ||
         (st = input_buffer(dev, &call->v, S_VIN, &vin, &voff)))
         return st;
-    const uint64_t vs_count = pk_.v_block_scales ? b * hkv * d * (nk_pad / 32) : b * hkv * d;
-    if ((st = vk_scratch(dev, S_QP, b * h * nq_pad * d * (uint64_t)pk_.qk_esize, &qp)) ||
-        (st = vk_scratch(dev, S_KP, b * hkv * nk_pad * d * (uint64_t)pk_.qk_esize, &kp)) ||
-        (st = vk_scratch(dev, S_VP, b * hkv * nk_pad * d * (uint64_t)pk_.v_esize, &vp)) ||
+    const uint64_t vs_count = kern.v_block_scales ? b * hkv * d * (nk_pad / 32) : b * hkv * d;
+    if ((st = vk_scratch(dev, S_QP, b * h * nq_pad * d * (uint64_t)kern.qk_esize, &qp)) ||
+        (st = vk_scratch(dev, S_KP, b * hkv * nk_pad * d * (uint64_t)kern.qk_esize, &kp)) ||
+        (st = vk_scratch(dev, S_VP, b * hkv * nk_pad * d * (uint64_t)kern.v_esize, &vp)) ||
         (st = vk_scratch(dev, S_QS, b * h * nq_pad * nb * 4, &qs)) || (st = vk_scratch(dev, S_KS, b * hkv * nk_pad * nb * 4, &ks)) ||
         (st = vk_scratch(dev, S_VS, vs_count * 4, &vs)) || (st = vk_scratch(dev, S_VMAX, b * hkv * d * 4, &vmax)) ||
         (st = vk_scratch(dev, S_LSE, b * h * nq * 4, &lb)))
@@ -146,7 +146,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
             mxa_hadamard_norm((int)d)};
     struct {
         uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose;
-    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, voff, qv, kind, t, 1, (uint32_t)pk_.v_transposed};
+    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, voff, qv, kind, t, 1, (uint32_t)kern.v_transposed};
     const int32_t spec_d[VK_SPEC_COUNT] = {(int32_t)d};
     uint32_t gx, gy;
     vk_batch batch;
@@ -158,16 +158,16 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     vk_buffer *bq[3] = {qin, qp, qs}, *bk[3] = {kin, kp, ks}, *bv[4] = {vin, vp, vs, vmax};
     const uint32_t qk_rows = 64 / (uint32_t)(d / 32); /* prep_qk: an invocation per block of 32 */
     vk_grid_1d(b * h * nq_pad, qk_rows, &gx, &gy);
-    if ((st = vk_batch_dispatch(&batch, pk_.prep_qk, spec_d, 0, bq, 3, &pq, sizeof pq, gx, gy, 1))) return st;
+    if ((st = vk_batch_dispatch(&batch, kern.prep_qk, spec_d, 0, bq, 3, &pq, sizeof pq, gx, gy, 1))) return st;
     vk_grid_1d(b * hkv * nk_pad, qk_rows, &gx, &gy);
-    if ((st = vk_batch_dispatch(&batch, pk_.prep_qk, spec_d, 0, bk, 3, &pk, sizeof pk, gx, gy, 1))) return st;
+    if ((st = vk_batch_dispatch(&batch, kern.prep_qk, spec_d, 0, bk, 3, &pk, sizeof pk, gx, gy, 1))) return st;
     vk_grid_1d(b * hkv * (nk_pad / 32) * d, 64, &gx, &gy); /* prep_v: an invocation per column and block of 32 tokens */
-    if (pk_.prep_v == VK_K_PREP_V_F16) { /* pass 0: each V column's largest block exponent */
+    if (kern.prep_v == VK_K_PREP_V_F16) { /* pass 0: each V column's largest block exponent */
         pv.pass = 0;
-        if ((st = vk_batch_dispatch(&batch, pk_.prep_v, spec_d, 0, bv, 4, &pv, sizeof pv, gx, gy, 1))) return st;
+        if ((st = vk_batch_dispatch(&batch, kern.prep_v, spec_d, 0, bv, 4, &pv, sizeof pv, gx, gy, 1))) return st;
         pv.pass = 1;
     }
-    if ((st = vk_batch_dispatch(&batch, pk_.prep_v, spec_d, 0, bv, 4, &pv, sizeof pv, gx, gy, 1))) return st;
+    if ((st = vk_batch_dispatch(&batch, kern.prep_v, spec_d, 0, bv, 4, &pv, sizeof pv, gx, gy, 1))) return st;
     const int32_t mode = (int32_t)(qpq | pnq << 1 | kind << 2);
     if (!scalar) {
         struct {
@@ -187,7 +187,7 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
             memcpy(spec + 4, rest, sizeof rest);
         }
         vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
-        st = vk_batch_dispatch(&batch, pk_.attn, spec, plan.subgroup_size, ba, 8, &pa, sizeof pa,
+        st = vk_batch_dispatch(&batch, kern.attn, spec, plan.subgroup_size, ba, 8, &pa, sizeof pa,
                                (uint32_t)(nq_pad / plan.rows_per_group), (uint32_t)h, (uint32_t)b);
     } else {
         struct {

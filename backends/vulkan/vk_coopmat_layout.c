@@ -128,10 +128,11 @@ int vk_khr_fragment_map(vk_probe_data *probe)
     }
     int found = 0;
     vk_device *dev = NULL;
+    char key[256];
+    vk_cache_key(probe, key, sizeof key);
     for (int n = 16; n >= 8; n -= 8) {
         if (!khr_layout_types(caps, n)) continue;
-        char key[256], name[48];
-        vk_cache_key(probe, key, sizeof key);
+        char name[48];
         snprintf(name, sizeof name, "%s-khr%d", LAYOUT_CACHE, n);
         float values[VK_LAYOUT_VALUES];
         void *cached = NULL;

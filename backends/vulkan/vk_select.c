@@ -128,14 +128,20 @@ static int coop_common(const ctx *x, char *why, size_t why_size)
     return 1;
 }
 
+/* coop_common, and what both KHR kernels need: their shaders in this build, the extension. */
+static int khr_common(const ctx *x, int built, const char *kind, char *why, size_t why_size)
+{
+    if (!coop_common(x, why, why_size)) return 0;
+    if (!built) return WHY("this build has no KHR %s kernels: %s", kind, x->o->khr_missing ? x->o->khr_missing : "not compiled");
+    if (!(x->c->flags & MXA_VK_F_COOPMAT_KHR)) return WHY("no VK_KHR_cooperative_matrix");
+    return 1;
+}
+
 /* The register-softmax KHR kernels: S 16 x SN x SK, P V fp16 16 x PN x 16, quad layout. */
 static int plan_khr_reg(const ctx *x, int i8, vk_plan *p, char *why, size_t why_size)
 {
     const vk_caps *c = x->c;
-    if (!coop_common(x, why, why_size)) return 0;
-    if (!x->o->khr_built)
-        return WHY("this build has no KHR cooperative-matrix kernels: %s", x->o->khr_missing ? x->o->khr_missing : "not compiled");
-    if (!(c->flags & MXA_VK_F_COOPMAT_KHR)) return WHY("no VK_KHR_cooperative_matrix");
+    if (!khr_common(x, x->o->khr_built, "cooperative-matrix", why, why_size)) return 0;
     if (!(c->flags & MXA_VK_F_SUBGROUP_SHUFFLE) || !(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup shuffle/vote");
     const uint32_t sg = vk_caps_subgroup_32(c);
     if (sg == UINT32_MAX) return WHY("the register softmax maps 16 rows onto 32 lanes; subgroup size %u", c->subgroup_size);
@@ -193,10 +199,7 @@ static int plan_khr_reg(const ctx *x, int i8, vk_plan *p, char *why, size_t why_
 static int plan_khr_smem(const ctx *x, int i8, vk_plan *p, char *why, size_t why_size)
 {
     const vk_caps *c = x->c;
-    if (!coop_common(x, why, why_size)) return 0;
-    if (!x->o->khr_smem_built)
-        return WHY("this build has no KHR shared-memory kernels: %s", x->o->khr_missing ? x->o->khr_missing : "not compiled");
-    if (!(c->flags & MXA_VK_F_COOPMAT_KHR)) return WHY("no VK_KHR_cooperative_matrix");
+    if (!khr_common(x, x->o->khr_smem_built, "shared-memory", why, why_size)) return 0;
     if (!(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup vote");
     if (i8 && !(c->flags & MXA_VK_F_INT8)) return WHY("no int8 arithmetic");
     if (c->subgroup_size < 8 || c->subgroup_size > 64) return WHY("subgroup size %u is outside 8..64", c->subgroup_size);
