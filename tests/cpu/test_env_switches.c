@@ -109,6 +109,32 @@ static void test_integers(void **state)
     assert_int_equal(nlines, 0);
 }
 
+/* MXA_COOPMAT_SHAPE: MxNxK with each side 1..64; anything else warns once and is ignored. */
+static void test_coopmat_shape(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"16x16x32", "16x8x32", "8x16x16", "64x64x64"};
+    static const char *const bad[] = {"16x16", "16x16x32x", "16x16x0", "16x16x65", "axbxc", "16 x 16 x 32", "-16x16x16"};
+    fresh();
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("MXA_COOPMAT_SHAPE", good[i], 1);
+        assert_string_equal(mxa_env_coopmat_shape(), good[i]);
+    }
+    assert_int_equal(nlines, 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fresh();
+        setenv("MXA_COOPMAT_SHAPE", bad[i], 1);
+        for (int rep = 0; rep < 3; rep++)
+            if (mxa_env_coopmat_shape()) fail_msg("'%s' accepted", bad[i]);
+        assert_int_equal(count("MXA_COOPMAT_SHAPE=", "not MxNxK", "ignored"), 1);
+        assert_int_equal(nlines, 1);
+    }
+    unsetenv("MXA_COOPMAT_SHAPE");
+    fresh();
+    assert_null(mxa_env_coopmat_shape());
+    assert_int_equal(nlines, 0);
+}
+
 static void test_kernel(void **state)
 {
     (void)state;
@@ -168,7 +194,7 @@ int main(void)
     mxa_log_set_callback(capture, NULL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_log_level), cmocka_unit_test(test_flags),      cmocka_unit_test(test_integers),
-        cmocka_unit_test(test_kernel),    cmocka_unit_test(test_cpu_device),
+        cmocka_unit_test(test_kernel),    cmocka_unit_test(test_coopmat_shape),    cmocka_unit_test(test_cpu_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
