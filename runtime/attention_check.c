@@ -14,6 +14,24 @@ mxa_status mxa_bc_check(int bc)
     return MXA_OK;
 }
 
+/* A bias (float) or mask (bool) must be [B|1, H|1, Nq, Nk]. */
+static mxa_status side_check(const mxa_tensor *t, const char *name, int64_t b, int64_t h, int64_t nq, int64_t nk)
+{
+    if (!t) return MXA_OK;
+    mxa_status st = mxa_tensor_check(t, name);
+    if (st) return st;
+    const int is_mask = name[0] == 'm';
+    if (is_mask ? t->dtype != MXA_BOOL : t->dtype == MXA_BOOL)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: %s must be %s", name,
+                        is_mask ? "MXA_BOOL (one byte per element, 0 = hidden)" : "float (f32, f16 or bf16)");
+    if ((t->shape[0] != 1 && t->shape[0] != b) || (t->shape[1] != 1 && t->shape[1] != h) || t->shape[2] != nq ||
+        t->shape[3] != nk)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: %s is [%lld, %lld, %lld, %lld]; it must be [%lld or 1, %lld or 1, %lld, %lld]",
+                        name, (long long)t->shape[0], (long long)t->shape[1], (long long)t->shape[2],
+                        (long long)t->shape[3], (long long)b, (long long)h, (long long)nq, (long long)nk);
+    return MXA_OK;
+}
+
 mxa_status mxa_attention_check(const mxa_attention_desc *desc, const mxa_tensor *q,
                                const mxa_tensor *k, const mxa_tensor *v, const mxa_tensor *o,
                                const mxa_tensor *lse, mxa_attention_dims *dims)
@@ -23,6 +41,8 @@ mxa_status mxa_attention_check(const mxa_attention_desc *desc, const mxa_tensor 
     if ((st = mxa_tensor_check(q, "q")) || (st = mxa_tensor_check(k, "k")) ||
         (st = mxa_tensor_check(v, "v")) || (st = mxa_tensor_check(o, "out")))
         return st;
+    if (q->dtype == MXA_BOOL || k->dtype == MXA_BOOL || v->dtype == MXA_BOOL || o->dtype == MXA_BOOL)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: q, k, v and out must be float tensors (MXA_BOOL is for masks)");
     if (desc->quantize & ~(uint32_t)MXA_QUANT_ALL)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: unknown quantize bits 0x%x", (unsigned)desc->quantize);
     if (desc->quantize && !mxa_rule_valid(desc->rule))
@@ -36,6 +56,9 @@ mxa_status mxa_attention_check(const mxa_attention_desc *desc, const mxa_tensor 
     if (desc->bc != 0 && (st = mxa_bc_check(desc->bc))) return st;
     if (desc->format != MXA_FORMAT_MXFP4 && desc->format != MXA_FORMAT_NVFP4)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: unknown format %d", (int)desc->format);
+    if (desc->causal < MXA_CAUSAL_NONE || desc->causal > MXA_CAUSAL_TOP_LEFT)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: causal is %d (expected 0 none, 1 bottom-right, 2 top-left)",
+                        desc->causal);
     if (desc->smooth && desc->format != MXA_FORMAT_NVFP4)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: smoothing applies to the NVFP4 baseline only");
 
@@ -69,8 +92,14 @@ mxa_status mxa_attention_check(const mxa_attention_desc *desc, const mxa_tensor 
             lse->shape[3] != 1)
             return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: lse must be float32 [%lld, %lld, %lld, 1]",
                             (long long)b, (long long)h, (long long)nq);
-        if (lse->buffer) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: lse must be host memory");
     }
+    if ((st = side_check(desc->bias, "bias", b, h, nq, nk)) || (st = side_check(desc->mask, "mask", b, h, nq, nk)))
+        return st;
+    if (desc->key_lengths)
+        for (int64_t i = 0; i < b; i++)
+            if (desc->key_lengths[i] < 0 || desc->key_lengths[i] > nk)
+                return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: key_lengths[%lld] = %d is outside [0, Nk = %lld]",
+                                (long long)i, (int)desc->key_lengths[i], (long long)nk);
     dims->b = b; dims->h = h; dims->hkv = hkv; dims->nq = nq; dims->nk = nk; dims->d = d;
     dims->scale = desc->scale > 0.0f ? desc->scale : (float)(1.0 / sqrt((double)d));
     return MXA_OK;

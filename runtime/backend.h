@@ -24,12 +24,30 @@ typedef struct mxa_array {
     size_t offset;
 } mxa_array;
 
-/* The attention problem as a backend receives it: already validated. */
+/* A bias (float32) or mask (one byte per element, 0 = hidden) [b, h, nq, nk], dense,
+ * where b is 1 or B and h is 1 or H (1 = the same for every batch / head): on the host
+ * or in a backend buffer at byte `offset`; absent when both are NULL. */
+typedef struct mxa_side_array {
+    int64_t b, h, nq, nk;
+    const void *host;
+    void *buffer;
+    size_t offset;
+} mxa_side_array;
+
+/* The attention problem as a backend receives it: already validated. The desc's
+ * pointers (bias, mask, key_lengths, kv) are NULL here: use the fields below. */
 typedef struct mxa_attention_call {
-    mxa_attention_desc desc; /* scale already resolved (> 0) */
+    mxa_attention_desc desc; /* scale resolved (> 0); causal is MXA_CAUSAL_* */
     int bc;                  /* resolved (> 0, multiple of 32) */
-    mxa_array q, k, v, o;    /* o is written, float32 */
+    mxa_array q, k, v, o;    /* o is written: float32 unless o_dtype says otherwise */
+    mxa_dtype o_dtype;       /* MXA_F32, or MXA_F16 / MXA_BF16 for an o in a device buffer (rounded once) */
     float *lse;              /* host, b*h*nq floats, or NULL */
+    void *lse_buffer;        /* or a backend buffer (float32 at byte lse_offset), or NULL */
+    size_t lse_offset;
+    mxa_side_array bias;     /* float32, added to the scaled scores */
+    mxa_side_array mask;     /* bytes, 0 = key hidden */
+    const int32_t *key_lengths; /* host, b entries in [0, nk], or NULL (all nk) */
+    int k_rotated;           /* k holds already rotated rows (prepared K/V): rotate q only */
 } mxa_attention_call;
 
 /* One device as a backend's probe reports it. */
@@ -38,8 +56,29 @@ typedef struct mxa_probed_device {
     void *probe_data;     /* backend-private, passed to open; freed by release */
 } mxa_probed_device;
 
+/* An attention call submitted without waiting (mxa_attention_async): the backend fills it
+ * when the work completes (in its wait, or earlier, when a later call on the device must
+ * wait for it first, or when the device closes). Owned by the runtime's event. */
+typedef struct mxa_pending {
+    int done;
+    mxa_status status;
+    char message[512];       /* the error message when status != MXA_OK */
+    mxa_attention_info info;
+} mxa_pending;
+
+/* What a backend's attention takes beyond plain q, k, v, o (mxa_backend_ops.extras);
+ * the runtime refuses the rest with MXA_ERR_UNSUPPORTED. */
+#define MXA_EXTRA_BIAS (1u << 0)
+#define MXA_EXTRA_MASK (1u << 1)
+#define MXA_EXTRA_KEY_LENGTHS (1u << 2)
+#define MXA_EXTRA_CAUSAL_TOP_LEFT (1u << 3)
+#define MXA_EXTRA_OUT_HALF (1u << 4)   /* f16/bf16 o in a device buffer */
+#define MXA_EXTRA_LSE_BUFFER (1u << 5) /* lse in a device buffer */
+#define MXA_EXTRA_K_ROTATED (1u << 6)  /* call->k_rotated */
+
 typedef struct mxa_backend_ops {
     const char *name;
+    unsigned extras; /* MXA_EXTRA_* */
 
     /* Finds devices. Returns MXA_OK with count = 0 and a reason when the
      * backend is absent (no loader, no driver, no device); never aborts. */
@@ -64,6 +103,13 @@ typedef struct mxa_backend_ops {
 
     /* Runs attention; fills info->variant and info->kernel_seconds. */
     mxa_status (*attention)(void *impl, const mxa_attention_call *call, mxa_attention_info *info);
+
+    /* Optional (NULL: the runtime runs attention and completes at once). Submits attention
+     * and returns without waiting; the backend fills *pending when the work completes. The
+     * call's host pointers stay valid until then. */
+    mxa_status (*attention_submit)(void *impl, const mxa_attention_call *call, mxa_pending *pending);
+    /* Completes `pending` if it has not completed yet. */
+    void (*attention_wait)(void *impl, mxa_pending *pending);
 } mxa_backend_ops;
 
 /* Built-in backends (defined in backends/<name>/ when built). */

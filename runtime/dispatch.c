@@ -3,6 +3,7 @@
  * float32, dispatch to the device's backend under its lock, write outputs
  * only on success.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,18 +142,20 @@ static void arg_free(arg *a)
     a->owned = NULL;
 }
 
-/* A device-buffer tensor: float32, on this device, inside its buffer. */
-static mxa_status check_device_tensor(const mxa_device *dev, const mxa_tensor *t, const char *name)
+/* A device-buffer tensor: on this device, inside its buffer, float32 (or, for an output
+ * with `half_ok`, f16/bf16). */
+static mxa_status check_device_tensor(const mxa_device *dev, const mxa_tensor *t, const char *name, int half_ok)
 {
-    const size_t bytes = (size_t)mxa_tensor_numel(t) * sizeof(float);
+    const size_t esize = mxa_dtype_size(t->dtype), bytes = (size_t)mxa_tensor_numel(t) * esize;
     const mxa_device *owner = buffer_device(t->buffer, name);
     if (!owner) return MXA_ERR_INVALID_ARGUMENT;
     if (owner != dev) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the buffer belongs to another device", name);
-    if (t->dtype != MXA_F32)
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: device-buffer tensors must be float32", name);
-    if (t->offset % 4)
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: offset %zu is not a multiple of 4 (float32 elements)", name,
-                        t->offset);
+    if (t->dtype != MXA_F32 && !(half_ok && (t->dtype == MXA_F16 || t->dtype == MXA_BF16)))
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: device-buffer tensors must be float32%s", name,
+                        half_ok ? ", float16 or bfloat16" : "");
+    if (t->offset % esize)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: offset %zu is not a multiple of %zu (its element size)", name,
+                        t->offset, esize);
     if (t->offset > t->buffer->bytes || bytes > t->buffer->bytes - t->offset)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: %zu bytes at offset %zu do not fit its %zu-byte buffer", name,
                         bytes, t->offset, t->buffer->bytes);
@@ -165,7 +168,7 @@ static mxa_status arg_input(mxa_device *dev, const mxa_tensor *t, const char *na
     a->array.b = t->shape[0]; a->array.h = t->shape[1]; a->array.n = t->shape[2]; a->array.d = t->shape[3];
     int64_t n = mxa_tensor_numel(t);
     if (t->buffer) {
-        mxa_status st = check_device_tensor(dev, t, name);
+        mxa_status st = check_device_tensor(dev, t, name, 0);
         if (st) return st;
         a->array.buffer = t->buffer->handle;
         a->array.offset = t->offset;
@@ -246,73 +249,261 @@ static mxa_status nvfp4_attention(mxa_device *dev, const mxa_attention_call *cal
     return st;
 }
 
+/* A validated call with its converted host copies: what mxa_attention and
+ * mxa_attention_async share. Outputs reach the caller's tensors in call_finish. */
+typedef struct prepared_call {
+    mxa_attention_call call;
+    arg q, k, v;
+    float *o_host, *lse_host, *bias_host;
+    uint8_t *mask_host;
+    int32_t *key_lengths;
+    mxa_tensor *o, *lse; /* the caller's */
+} prepared_call;
+
+static void call_free(prepared_call *pc)
+{
+    free(pc->o_host);
+    free(pc->lse_host);
+    free(pc->bias_host);
+    free(pc->mask_host);
+    free(pc->key_lengths);
+    arg_free(&pc->q);
+    arg_free(&pc->k);
+    arg_free(&pc->v);
+    memset(pc, 0, sizeof *pc);
+}
+
+/* The extras of a call the device's backend does not take, as one error. */
+static mxa_status extras_check(const mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *o,
+                               const mxa_tensor *lse)
+{
+    const unsigned have = dev->ops->extras;
+    const char *what = NULL;
+    if (desc->bias && !(have & MXA_EXTRA_BIAS)) what = "an additive bias";
+    else if (desc->mask && !(have & MXA_EXTRA_MASK)) what = "a boolean mask";
+    else if (desc->key_lengths && !(have & MXA_EXTRA_KEY_LENGTHS)) what = "per-batch key lengths";
+    else if (desc->causal == MXA_CAUSAL_TOP_LEFT && !(have & MXA_EXTRA_CAUSAL_TOP_LEFT)) what = "top-left causal alignment";
+    else if (o->buffer && o->dtype != MXA_F32 && !(have & MXA_EXTRA_OUT_HALF)) what = "a 16-bit output in a device buffer";
+    else if (lse && lse->buffer && !(have & MXA_EXTRA_LSE_BUFFER)) what = "lse in a device buffer";
+    if (what) return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the %s backend does not take %s", dev->ops->name, what);
+    return MXA_OK;
+}
+
+/* A bias or mask as a backend side array: the device buffer itself, or a dense host copy. */
+static mxa_status side_input(mxa_device *dev, const mxa_tensor *t, const char *name, int check_values,
+                             mxa_side_array *out, float **f32_copy, uint8_t **byte_copy)
+{
+    memset(out, 0, sizeof *out);
+    if (!t) return MXA_OK;
+    out->b = t->shape[0]; out->h = t->shape[1]; out->nq = t->shape[2]; out->nk = t->shape[3];
+    const int64_t n = mxa_tensor_numel(t);
+    if (t->buffer) {
+        const size_t esize = mxa_dtype_size(t->dtype);
+        const mxa_device *owner = buffer_device(t->buffer, name);
+        if (!owner) return MXA_ERR_INVALID_ARGUMENT;
+        if (owner != dev) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the buffer belongs to another device", name);
+        if (t->dtype != MXA_F32 && t->dtype != MXA_BOOL)
+            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: a device-buffer bias must be float32", name);
+        if (t->offset % esize || t->offset > t->buffer->bytes || (size_t)n * esize > t->buffer->bytes - t->offset)
+            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: %zu bytes at offset %zu do not fit its %zu-byte buffer (or are misaligned)",
+                            name, (size_t)n * esize, t->offset, t->buffer->bytes);
+        out->buffer = t->buffer->handle;
+        out->offset = t->offset;
+        return MXA_OK;
+    }
+    if (t->dtype == MXA_BOOL) {
+        if (!(*byte_copy = malloc((size_t)n))) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+        mxa_tensor_gather_bytes(t, *byte_copy);
+        out->host = *byte_copy;
+        return MXA_OK;
+    }
+    if (!(*f32_copy = malloc((size_t)n * sizeof(float)))) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+    mxa_tensor_gather(t, *f32_copy);
+    out->host = *f32_copy;
+    if (check_values) /* -inf hides a key; NaN and +inf have no meaning as a bias */
+        for (int64_t i = 0; i < n; i++)
+            if (isnan((*f32_copy)[i]) || (*f32_copy)[i] == INFINITY)
+                return mxa_fail(MXA_ERR_NON_FINITE, "%s: element %lld is %s (a bias may be finite or -inf)", name,
+                                (long long)i, isnan((*f32_copy)[i]) ? "NaN" : "+Inf");
+    return MXA_OK;
+}
+
+static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *q, const mxa_tensor *k,
+                               const mxa_tensor *v, mxa_tensor *o, mxa_tensor *lse, prepared_call *pc)
+{
+    memset(pc, 0, sizeof *pc);
+    mxa_attention_dims dm;
+    mxa_status st = mxa_attention_check(desc, q, k, v, o, lse, &dm);
+    if (st) return st;
+    mxa_attention_call *call = &pc->call;
+    call->desc = *desc;
+    call->desc.scale = dm.scale;
+    call->desc.bias = call->desc.mask = NULL;
+    call->desc.key_lengths = NULL;
+    call->desc.kv = NULL;
+    call->bc = desc->bc ? desc->bc : dev->probed->info.default_bc;
+    if ((st = mxa_bc_check(call->bc))) return st;
+    if (desc->format == MXA_FORMAT_NVFP4 && strcmp(dev->ops->name, "cpu") != 0)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the NVFP4 baseline runs on the \"cpu\" device only, not on %s",
+                        dev->probed->info.id);
+    if (desc->format == MXA_FORMAT_NVFP4 && (desc->bias || desc->mask || desc->key_lengths))
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the NVFP4 baseline takes no bias, mask or key lengths");
+    if ((st = extras_check(dev, desc, o, lse))) return st;
+    if (o->buffer && (st = check_device_tensor(dev, o, "out", 1))) return st;
+    if (lse && lse->buffer && (st = check_device_tensor(dev, lse, "lse", 0))) return st;
+
+    const int check = !desc->allow_non_finite;
+    pc->o = o;
+    pc->lse = lse;
+    if ((st = arg_input(dev, q, "q", check, &pc->q)) || (st = arg_input(dev, k, "k", check, &pc->k)) ||
+        (st = arg_input(dev, v, "v", check, &pc->v)) ||
+        (st = side_input(dev, desc->bias, "bias", check, &call->bias, &pc->bias_host, &pc->mask_host)) ||
+        (st = side_input(dev, desc->mask, "mask", 0, &call->mask, &pc->bias_host, &pc->mask_host)))
+        goto fail;
+    call->q = pc->q.array; call->k = pc->k.array; call->v = pc->v.array;
+    call->o = (mxa_array){dm.b, dm.h, dm.nq, dm.d, NULL, NULL, 0};
+    call->o_dtype = o->buffer ? o->dtype : MXA_F32;
+    const size_t rows = (size_t)(dm.b * dm.h * dm.nq);
+    if (o->buffer) {
+        call->o.buffer = o->buffer->handle;
+        call->o.offset = o->offset;
+    } else if (!(call->o.host = pc->o_host = malloc(rows * (size_t)dm.d * sizeof(float)))) {
+        st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_attention: out of memory");
+        goto fail;
+    }
+    if (lse && lse->buffer) {
+        call->lse_buffer = lse->buffer->handle;
+        call->lse_offset = lse->offset;
+    } else if (lse && !(call->lse = pc->lse_host = malloc(rows * sizeof(float)))) {
+        st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_attention: out of memory");
+        goto fail;
+    }
+    if (desc->key_lengths) { /* a copy: an asynchronous call outlives the caller's array */
+        if (!(pc->key_lengths = malloc((size_t)dm.b * sizeof(int32_t)))) {
+            st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_attention: out of memory");
+            goto fail;
+        }
+        memcpy(pc->key_lengths, desc->key_lengths, (size_t)dm.b * sizeof(int32_t));
+        call->key_lengths = pc->key_lengths;
+    }
+    return MXA_OK;
+fail:
+    call_free(pc);
+    return st;
+}
+
+/* Writes a completed call's host outputs into the caller's tensors. */
+static void call_finish(prepared_call *pc)
+{
+    if (pc->o_host) mxa_tensor_scatter(pc->o, pc->o_host);
+    if (pc->lse_host) mxa_tensor_scatter(pc->lse, pc->lse_host);
+}
+
+static mxa_status call_run(mxa_device *dev, prepared_call *pc, mxa_attention_info *local)
+{
+    memset(local, 0, sizeof *local);
+    local->kernel_seconds = -1.0;
+    pthread_mutex_lock(&dev->lock);
+    mxa_status st = pc->call.desc.format == MXA_FORMAT_NVFP4 ? nvfp4_attention(dev, &pc->call, local)
+                                                             : dev->ops->attention(dev->impl, &pc->call, local);
+    pthread_mutex_unlock(&dev->lock);
+    local->bc = pc->call.bc;
+    return st;
+}
+
 mxa_status mxa_attention(mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *q,
                          const mxa_tensor *k, const mxa_tensor *v, mxa_tensor *o, mxa_tensor *lse,
                          mxa_attention_info *info)
 {
     mxa_status st = mxa_device_check(dev, "mxa_attention");
     if (st) return st;
-    mxa_attention_dims dm;
-    st = mxa_attention_check(desc, q, k, v, o, lse, &dm);
-    if (st) return st;
-    mxa_attention_call call;
-    memset(&call, 0, sizeof call);
-    call.desc = *desc;
-    call.desc.scale = dm.scale;
-    call.bc = desc->bc ? desc->bc : dev->probed->info.default_bc;
-    if ((st = mxa_bc_check(call.bc))) return st;
-    if (desc->format == MXA_FORMAT_NVFP4 && strcmp(dev->ops->name, "cpu") != 0)
-        return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the NVFP4 baseline runs on the \"cpu\" device only, not on %s",
-                        dev->probed->info.id);
-    if (o->buffer && (st = check_device_tensor(dev, o, "out"))) return st;
-
-    const int check = !desc->allow_non_finite;
-    arg aq, ak, av;
-    if ((st = arg_input(dev, q, "q", check, &aq))) return st;
-    if ((st = arg_input(dev, k, "k", check, &ak))) {
-        arg_free(&aq);
-        return st;
-    }
-    if ((st = arg_input(dev, v, "v", check, &av))) {
-        arg_free(&aq);
-        arg_free(&ak);
-        return st;
-    }
-    call.q = aq.array; call.k = ak.array; call.v = av.array;
-    call.o = (mxa_array){dm.b, dm.h, dm.nq, dm.d, NULL, NULL, 0};
-    const size_t rows = (size_t)(dm.b * dm.h * dm.nq);
-    float *o_host = NULL, *lse_host = NULL;
-    if (o->buffer) {
-        call.o.buffer = o->buffer->handle;
-        call.o.offset = o->offset;
-    } else {
-        o_host = malloc(rows * (size_t)dm.d * sizeof(float));
-        call.o.host = o_host;
-    }
-    if (lse) call.lse = lse_host = malloc(rows * sizeof(float));
-    if ((!o->buffer && !o_host) || (lse && !lse_host)) {
-        st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_attention: out of memory");
-        goto out;
-    }
+    prepared_call pc;
+    if ((st = call_prepare(dev, desc, q, k, v, o, lse, &pc))) return st;
     mxa_attention_info local;
-    memset(&local, 0, sizeof local);
-    local.kernel_seconds = -1.0;
-    pthread_mutex_lock(&dev->lock);
-    st = desc->format == MXA_FORMAT_NVFP4 ? nvfp4_attention(dev, &call, &local)
-                                          : dev->ops->attention(dev->impl, &call, &local);
-    pthread_mutex_unlock(&dev->lock);
-    if (st) goto out;
-    local.bc = call.bc;
-    if (o_host) mxa_tensor_scatter(o, o_host);
-    if (lse) mxa_tensor_scatter(lse, lse_host);
-    if (info) *info = local;
-out:
-    free(o_host);
-    free(lse_host);
-    arg_free(&aq);
-    arg_free(&ak);
-    arg_free(&av);
+    if (!(st = call_run(dev, &pc, &local))) {
+        call_finish(&pc);
+        if (info) *info = local;
+    }
+    call_free(&pc);
     return st;
+}
+
+/* ------------------------------------------------------- asynchronous calls */
+
+struct mxa_event {
+    mxa_device *dev;
+    prepared_call pc;
+    mxa_pending pending;
+    int finished; /* host outputs written */
+};
+
+mxa_status mxa_attention_async(mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *q,
+                               const mxa_tensor *k, const mxa_tensor *v, mxa_tensor *o, mxa_tensor *lse,
+                               mxa_event **event)
+{
+    mxa_status st = mxa_device_check(dev, "mxa_attention_async");
+    if (st) return st;
+    if (!event) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_attention_async: event is NULL");
+    *event = NULL;
+    mxa_event *ev = calloc(1, sizeof *ev);
+    if (!ev) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_attention_async: out of memory");
+    if ((st = call_prepare(dev, desc, q, k, v, o, lse, &ev->pc))) {
+        free(ev);
+        return st;
+    }
+    ev->dev = dev;
+    if (dev->ops->attention_submit && ev->pc.call.desc.format != MXA_FORMAT_NVFP4) {
+        memset(&ev->pending.info, 0, sizeof ev->pending.info);
+        ev->pending.info.kernel_seconds = -1.0;
+        pthread_mutex_lock(&dev->lock);
+        st = dev->ops->attention_submit(dev->impl, &ev->pc.call, &ev->pending);
+        pthread_mutex_unlock(&dev->lock);
+        ev->pending.info.bc = ev->pc.call.bc;
+    } else { /* a backend without queues computes now */
+        st = call_run(dev, &ev->pc, &ev->pending.info);
+        ev->pending.done = 1;
+        ev->pending.status = st;
+    }
+    if (st) {
+        call_free(&ev->pc);
+        free(ev);
+        return st;
+    }
+    *event = ev;
+    return MXA_OK;
+}
+
+mxa_status mxa_event_wait(mxa_event *ev, mxa_attention_info *info)
+{
+    if (!ev) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_event_wait: event is NULL");
+    if (!ev->pending.done) {
+        if (mxa_device_check(ev->dev, "mxa_event_wait")) /* a closed device completed its work first */
+            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_event_wait: the event's device was closed before it was waited for");
+        pthread_mutex_lock(&ev->dev->lock);
+        ev->dev->ops->attention_wait(ev->dev->impl, &ev->pending);
+        pthread_mutex_unlock(&ev->dev->lock);
+    }
+    if (ev->pending.status != MXA_OK)
+        return mxa_fail(ev->pending.status, "%s", ev->pending.message[0] ? ev->pending.message : "attention failed");
+    if (!ev->finished) {
+        call_finish(&ev->pc);
+        ev->finished = 1;
+    }
+    if (info) *info = ev->pending.info;
+    return MXA_OK;
+}
+
+void mxa_event_destroy(mxa_event *ev)
+{
+    if (!ev) return;
+    if (!ev->pending.done && mxa_device_check(ev->dev, "mxa_event_destroy") == MXA_OK) {
+        pthread_mutex_lock(&ev->dev->lock);
+        ev->dev->ops->attention_wait(ev->dev->impl, &ev->pending);
+        pthread_mutex_unlock(&ev->dev->lock);
+    }
+    mxa_clear_error();
+    call_free(&ev->pc);
+    free(ev);
 }
 
 mxa_status mxa_reference_attention(const mxa_attention_desc *desc, int bc, const mxa_tensor *q,

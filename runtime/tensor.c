@@ -55,6 +55,7 @@ size_t mxa_dtype_size(mxa_dtype dtype)
     case MXA_F32: return 4;
     case MXA_F16:
     case MXA_BF16: return 2;
+    case MXA_BOOL: return 1;
     }
     return 0;
 }
@@ -89,7 +90,7 @@ mxa_status mxa_tensor_check(const mxa_tensor *t, const char *name)
 {
     if (!t) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: tensor is NULL", name);
     if (mxa_dtype_size(t->dtype) == 0)
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d (expected f32, f16 or bf16)",
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: unknown dtype %d (expected f32, f16, bf16 or bool)",
                         name, (int)t->dtype);
     for (int i = 0; i < 4; i++) {
         if (t->shape[i] <= 0 || t->shape[i] > ((int64_t)1 << 31))
@@ -140,6 +141,7 @@ static float load(mxa_dtype dtype, const void *p)
     switch (dtype) {
     case MXA_F16: memcpy(&h, p, 2); return mxa_f16_to_f32(h);
     case MXA_BF16: memcpy(&h, p, 2); return mxa_bf16_to_f32(h);
+    case MXA_BOOL: return *(const uint8_t *)p ? 1.0f : 0.0f;
     case MXA_F32: break;
     }
     float f;
@@ -153,6 +155,7 @@ static void store(mxa_dtype dtype, void *p, float v)
     switch (dtype) {
     case MXA_F16: h = mxa_f32_to_f16(v); memcpy(p, &h, 2); return;
     case MXA_BF16: h = mxa_f32_to_bf16(v); memcpy(p, &h, 2); return;
+    case MXA_BOOL: *(uint8_t *)p = v != 0.0f; return;
     case MXA_F32: break;
     }
     memcpy(p, &v, 4);
@@ -200,6 +203,17 @@ void mxa_tensor_scatter(const mxa_tensor *t, const float *in)
             for (int64_t n = 0; n < t->shape[2]; n++)
                 for (int64_t d = 0; d < t->shape[3]; d++)
                     store(t->dtype, element(t, s, b, h, n, d), *in++);
+}
+
+void mxa_tensor_gather_bytes(const mxa_tensor *t, uint8_t *out)
+{
+    int64_t s[4];
+    mxa_tensor_strides(t, s);
+    for (int64_t b = 0; b < t->shape[0]; b++)
+        for (int64_t h = 0; h < t->shape[1]; h++)
+            for (int64_t n = 0; n < t->shape[2]; n++)
+                for (int64_t d = 0; d < t->shape[3]; d++)
+                    *out++ = load(t->dtype, element(t, s, b, h, n, d)) != 0.0f;
 }
 
 mxa_status mxa_check_values(const float *x, int64_t n, float limit, const char *name)

@@ -31,6 +31,9 @@ void mxa_tensor_gather(const mxa_tensor *t, float *out);
 /* Writes dense float32 `in` into a host tensor, converting the dtype. */
 void mxa_tensor_scatter(const mxa_tensor *t, const float *in);
 
+/* Copies a host tensor into dense bytes `out` (numel bytes), 1 where the element is nonzero. */
+void mxa_tensor_gather_bytes(const mxa_tensor *t, uint8_t *out);
+
 /* Checks every element of dense `x` is finite and |x| <= limit; names the
  * first offender in the error message. */
 mxa_status mxa_check_values(const float *x, int64_t n, float limit, const char *name);

@@ -77,7 +77,8 @@ MXA_API mxa_status mxa_log_set_level(mxa_log_level level);
 
 /* ------------------------------------------------------------ tensors */
 
-typedef enum mxa_dtype { MXA_F32 = 0, MXA_F16 = 1, MXA_BF16 = 2 } mxa_dtype;
+/* MXA_BOOL (one byte, 0 = false) is for attention masks only. */
+typedef enum mxa_dtype { MXA_F32 = 0, MXA_F16 = 1, MXA_BF16 = 2, MXA_BOOL = 3 } mxa_dtype;
 
 typedef struct mxa_buffer mxa_buffer;
 
@@ -270,6 +271,13 @@ typedef enum mxa_recipe {
     MXA_RECIPE_FP32 = 2         /* no quantization: the accuracy reference */
 } mxa_recipe;
 
+/* mxa_attention_desc.causal: which keys a query row sees (Nq query rows, Nk keys). */
+#define MXA_CAUSAL_NONE 0
+#define MXA_CAUSAL_BOTTOM_RIGHT 1 /* key j visible to row i iff j <= i + Nk - Nq (the last row sees every key) */
+#define MXA_CAUSAL_TOP_LEFT 2     /* key j visible to row i iff j <= i (torch's is_causal) */
+
+typedef struct mxa_kv mxa_kv;
+
 /** Every switch of SPEC §2. Start from mxa_attention_desc_init(), then override. */
 typedef struct mxa_attention_desc {
     int hadamard;            /* rotate Q and K by the orthonormal Walsh-Hadamard matrix */
@@ -277,11 +285,20 @@ typedef struct mxa_attention_desc {
     mxa_placement placement; /* where P is quantized relative to the row sum */
     uint32_t quantize;       /* MXA_QUANT_* bits; 0 = fp32 attention */
     float scale;             /* softmax scale; 0 = 1/sqrt(D) */
-    int causal;              /* bottom-right aligned causal mask */
+    int causal;              /* MXA_CAUSAL_*: 0 none, 1 bottom-right aligned, 2 top-left aligned */
     int bc;                  /* key-tile size, multiple of 32; 0 = the device's default */
     int allow_non_finite;    /* 1: let NaN/Inf propagate instead of rejecting them */
     mxa_format format;       /* MXFP4 (default) or the NVFP4 baseline */
     int smooth;              /* NVFP4 only: SageAttention-style Q/K smoothing and two-level P scaling */
+    /* Optional inputs (NULL = none; read when the call is made, or recorded): */
+    const mxa_tensor *bias;      /* additive float bias [B|1, H|1, Nq, Nk] (1 = broadcast), added to the
+                                    scaled scores before the running maximum; -inf hides a key */
+    const mxa_tensor *mask;      /* MXA_BOOL [B|1, H|1, Nq, Nk]: 0 hides key j from row i (P~ = 0) */
+    const int32_t *key_lengths;  /* host array of B lengths in [0, Nk]: batch b has only its first
+                                    key_lengths[b] keys, exactly as if it were called alone with that Nk
+                                    (V blocks zero-padded there; bottom-right causal aligns to it) */
+    const mxa_kv *kv;            /* pre-quantized K and V (mxa_prepare_kv) used instead of k and v,
+                                    which are then NULL */
 } mxa_attention_desc;
 
 /** Fills `desc` with a named recipe's switches; scale 0, non-causal, bc 0. */
@@ -301,10 +318,12 @@ typedef struct mxa_attention_info {
 } mxa_attention_info;
 
 /**
- * MXAttention forward: o = softmax(q k^T * scale) v with the recipe of `desc`.
+ * MXAttention forward: o = softmax(q k^T * scale + bias) v with the recipe of `desc`.
  *   q: [B, H, Nq, D]; k, v: [B, Hkv, Nk, D] with Hkv dividing H (GQA);
- *   o: [B, H, Nq, D], any dtype; lse (may be NULL): [B, H, Nq, 1] float32,
- *   per-row m + ln(l) (-inf for a row with no visible key).
+ *   o: [B, H, Nq, D], any dtype (in a device buffer: f32, f16 or bf16, rounded once from
+ *   f32); lse (may be NULL): [B, H, Nq, 1] float32, host or device buffer,
+ *   per-row m + ln(l) (-inf for a row with no visible key; its o row is 0).
+ * Device-buffer inputs are float32.
  * D must be a multiple of 32; with Hadamard on, one of 32, 64, 128, 256.
  * Inputs are rejected if non-finite (unless desc->allow_non_finite).
  * On failure the outputs are left untouched. `info` may be NULL.
@@ -312,6 +331,46 @@ typedef struct mxa_attention_info {
 MXA_API mxa_status mxa_attention(mxa_device *dev, const mxa_attention_desc *desc,
                                  const mxa_tensor *q, const mxa_tensor *k, const mxa_tensor *v,
                                  mxa_tensor *o, mxa_tensor *lse, mxa_attention_info *info);
+
+/* ------------------------------------------------------- asynchronous calls */
+
+typedef struct mxa_event mxa_event;
+
+/**
+ * mxa_attention without waiting: returns once the work is submitted, with an event that
+ * completes when the outputs are written (host outputs are written by mxa_event_wait).
+ * Inputs must stay unchanged and outputs untouched until the event completes. The CPU
+ * device computes before returning (its event is complete). A later call on the same
+ * device waits for this one first (one queue). `info` is filled by mxa_event_wait.
+ */
+MXA_API mxa_status mxa_attention_async(mxa_device *dev, const mxa_attention_desc *desc,
+                                       const mxa_tensor *q, const mxa_tensor *k, const mxa_tensor *v,
+                                       mxa_tensor *o, mxa_tensor *lse, mxa_event **event);
+
+/** Waits for an event; `info` (may be NULL) receives what the call did. Waiting twice is fine. */
+MXA_API mxa_status mxa_event_wait(mxa_event *event, mxa_attention_info *info);
+
+/** Destroys an event, waiting for it first if it is still running. Safe on NULL. */
+MXA_API void mxa_event_destroy(mxa_event *event);
+
+/* ------------------------------------------------------ pre-quantized K/V */
+
+/**
+ * Rotates (desc->hadamard) and quantizes K along D and V along tokens once, on the
+ * device, with desc's rule, quantize bits and key lengths, in the layout mxa_quantize
+ * documents (K: rows [B, Hkv, Nk] of D; V: rows [B, Hkv, D] of Nk, i.e. V^T). Pass the
+ * result as desc->kv (with k = v = NULL) to attention with the same hadamard, rule,
+ * quantize bits and key lengths (checked): the results are bit-identical to passing the
+ * float32 K and V. 4.25 bits per value: 7.5x smaller than float32.
+ */
+MXA_API mxa_status mxa_prepare_kv(mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *k,
+                                  const mxa_tensor *v, mxa_kv **out);
+
+/** Bytes of device memory the prepared K/V hold (codes and scales). */
+MXA_API mxa_status mxa_kv_bytes(const mxa_kv *kv, size_t *bytes);
+
+/** Frees a prepared K/V. Safe on NULL. */
+MXA_API void mxa_kv_destroy(mxa_kv *kv);
 
 /* ------------------------------------------------------------ reference */
 
