@@ -35,7 +35,7 @@ typedef struct mxa_side_array {
 } mxa_side_array;
 
 /* The attention problem as a backend receives it: already validated. The desc's
- * pointers (bias, mask, key_lengths, kv) are NULL here: use the fields below. */
+ * pointers (bias, mask, key_lengths) are NULL here: use the fields below. */
 typedef struct mxa_attention_call {
     mxa_attention_desc desc; /* scale resolved (> 0); causal is MXA_CAUSAL_* */
     int bc;                  /* resolved (> 0, multiple of 32) */

@@ -340,7 +340,6 @@ static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, 
     call->desc.scale = dm.scale;
     call->desc.bias = call->desc.mask = NULL;
     call->desc.key_lengths = NULL;
-    call->desc.kv = NULL;
     call->bc = desc->bc ? desc->bc : dev->probed->info.default_bc;
     if ((st = mxa_bc_check(call->bc))) return st;
     if (desc->format == MXA_FORMAT_NVFP4 && strcmp(dev->ops->name, "cpu") != 0)

@@ -276,8 +276,6 @@ typedef enum mxa_recipe {
 #define MXA_CAUSAL_BOTTOM_RIGHT 1 /* key j visible to row i iff j <= i + Nk - Nq (the last row sees every key) */
 #define MXA_CAUSAL_TOP_LEFT 2     /* key j visible to row i iff j <= i (torch's is_causal) */
 
-typedef struct mxa_kv mxa_kv;
-
 /** Every switch of SPEC §2. Start from mxa_attention_desc_init(), then override. */
 typedef struct mxa_attention_desc {
     int hadamard;            /* rotate Q and K by the orthonormal Walsh-Hadamard matrix */
@@ -297,8 +295,6 @@ typedef struct mxa_attention_desc {
     const int32_t *key_lengths;  /* host array of B lengths in [0, Nk]: batch b has only its first
                                     key_lengths[b] keys, exactly as if it were called alone with that Nk
                                     (V blocks zero-padded there; bottom-right causal aligns to it) */
-    const mxa_kv *kv;            /* pre-quantized K and V (mxa_prepare_kv) used instead of k and v,
-                                    which are then NULL */
 } mxa_attention_desc;
 
 /** Fills `desc` with a named recipe's switches; scale 0, non-causal, bc 0. */
@@ -352,25 +348,6 @@ MXA_API mxa_status mxa_event_wait(mxa_event *event, mxa_attention_info *info);
 
 /** Destroys an event, waiting for it first if it is still running. Safe on NULL. */
 MXA_API void mxa_event_destroy(mxa_event *event);
-
-/* ------------------------------------------------------ pre-quantized K/V */
-
-/**
- * Rotates (desc->hadamard) and quantizes K along D and V along tokens once, on the
- * device, with desc's rule, quantize bits and key lengths, in the layout mxa_quantize
- * documents (K: rows [B, Hkv, Nk] of D; V: rows [B, Hkv, D] of Nk, i.e. V^T). Pass the
- * result as desc->kv (with k = v = NULL) to attention with the same hadamard, rule,
- * quantize bits and key lengths (checked): the results are bit-identical to passing the
- * float32 K and V. 4.25 bits per value: 7.5x smaller than float32.
- */
-MXA_API mxa_status mxa_prepare_kv(mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *k,
-                                  const mxa_tensor *v, mxa_kv **out);
-
-/** Bytes of device memory the prepared K/V hold (codes and scales). */
-MXA_API mxa_status mxa_kv_bytes(const mxa_kv *kv, size_t *bytes);
-
-/** Frees a prepared K/V. Safe on NULL. */
-MXA_API void mxa_kv_destroy(mxa_kv *kv);
 
 /* ------------------------------------------------------------ reference */
 
