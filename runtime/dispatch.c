@@ -26,20 +26,23 @@ mxa_status mxa_buffer_create(mxa_device *dev, size_t bytes, mxa_buffer **out)
     if (!out) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_create: NULL argument");
     *out = NULL;
     if (bytes == 0) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_create: size is 0");
-    mxa_buffer *buf = calloc(1, sizeof *buf);
-    if (!buf) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_buffer_create: out of memory");
+    void *handle = NULL;
     pthread_mutex_lock(&dev->lock);
-    st = dev->ops->buffer_create(dev->impl, bytes, &buf->handle);
+    st = dev->ops->buffer_create(dev->impl, bytes, &handle);
     pthread_mutex_unlock(&dev->lock);
-    if (st) {
-        free(buf);
-        return st;
-    }
-    buf->bytes = bytes;
+    return st ? st : mxa_buffer_adopt(dev, handle, bytes, out);
+}
+
+mxa_status mxa_buffer_adopt(mxa_device *dev, void *handle, size_t bytes, mxa_buffer **out)
+{
+    *out = NULL;
+    mxa_buffer *buf = calloc(1, sizeof *buf);
     mxa_handles_lock();
-    /* the device was checked above; closing it meanwhile is a caller's race, and then the handle leaks */
+    /* the device was checked by the caller; closing it meanwhile is a caller's race, and then the handle leaks */
     const int live = mxa_handle_live_locked(dev, MXA_HANDLE_DEVICE);
-    if (live && mxa_handle_add_locked(buf, MXA_HANDLE_BUFFER) == 0) {
+    if (live && buf && mxa_handle_add_locked(buf, MXA_HANDLE_BUFFER) == 0) {
+        buf->handle = handle;
+        buf->bytes = bytes;
         buf->dev = dev;
         buf->next = dev->buffers;
         if (dev->buffers) dev->buffers->prev = buf;
@@ -47,14 +50,14 @@ mxa_status mxa_buffer_create(mxa_device *dev, size_t bytes, mxa_buffer **out)
         *out = buf;
     } else if (live) {
         pthread_mutex_lock(&dev->lock);
-        dev->ops->buffer_destroy(dev->impl, buf->handle);
+        dev->ops->buffer_destroy(dev->impl, handle);
         pthread_mutex_unlock(&dev->lock);
     }
     mxa_handles_unlock();
     if (*out) return MXA_OK;
     free(buf);
-    return live ? mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_buffer_create: out of memory")
-                : mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_buffer_create: the device was closed meanwhile");
+    return live ? mxa_fail(MXA_ERR_OUT_OF_MEMORY, "buffer: out of memory")
+                : mxa_fail(MXA_ERR_INVALID_ARGUMENT, "buffer: the device was closed meanwhile");
 }
 
 void mxa_buffer_destroy(mxa_buffer *buf)

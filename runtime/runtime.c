@@ -300,6 +300,33 @@ static mxa_status find_device(mxa_runtime *rt, const char *id, const char *origi
                     origin, name, id);
 }
 
+/* Links an opened device into its runtime; on failure closes it (and frees an owned probe). */
+static mxa_status device_register(mxa_device *dev, const char *fn, mxa_device **out)
+{
+    pthread_mutex_init(&dev->lock, NULL);
+    mxa_handles_lock();
+    const int live = mxa_handle_live_locked(dev->rt, MXA_HANDLE_RUNTIME);
+    const int failed = !live || mxa_handle_add_locked(dev, MXA_HANDLE_DEVICE);
+    if (!failed) {
+        dev->next = dev->rt->devices;
+        dev->rt->devices = dev;
+    }
+    mxa_handles_unlock();
+    if (failed) {
+        dev->ops->close(dev->impl);
+        if (dev->owned_probe) {
+            if (dev->ops->release) dev->ops->release(dev->owned_probe, 1);
+            free(dev->owned_probe);
+        }
+        pthread_mutex_destroy(&dev->lock);
+        free(dev);
+        return live ? mxa_fail(MXA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn)
+                    : mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the runtime was destroyed meanwhile", fn);
+    }
+    *out = dev;
+    return MXA_OK;
+}
+
 mxa_status mxa_device_open(mxa_runtime *rt, const char *id, mxa_device **out)
 {
     mxa_status st = runtime_check(rt, "mxa_device_open");
@@ -318,24 +345,28 @@ mxa_status mxa_device_open(mxa_runtime *rt, const char *id, mxa_device **out)
         free(dev);
         return st;
     }
-    pthread_mutex_init(&dev->lock, NULL);
-    mxa_handles_lock();
-    const int live = mxa_handle_live_locked(rt, MXA_HANDLE_RUNTIME);
-    const int failed = !live || mxa_handle_add_locked(dev, MXA_HANDLE_DEVICE);
-    if (!failed) {
-        dev->next = rt->devices;
-        rt->devices = dev;
+    return device_register(dev, "mxa_device_open", out);
+}
+
+mxa_status mxa_device_adopt(mxa_runtime *rt, const mxa_backend_ops *ops, mxa_probed_device *owned_probe, void *impl,
+                            mxa_device **out)
+{
+    mxa_status st = runtime_check(rt, "mxa_device_adopt");
+    mxa_device *dev = st ? NULL : calloc(1, sizeof *dev);
+    if (!dev) {
+        ops->close(impl);
+        if (ops->release) ops->release(owned_probe, 1);
+        free(owned_probe);
+        return st ? st : mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_device_adopt: out of memory");
     }
-    mxa_handles_unlock();
-    if (failed) {
-        dev->ops->close(dev->impl);
-        pthread_mutex_destroy(&dev->lock);
-        free(dev);
-        return live ? mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_device_open: out of memory")
-                    : mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_device_open: the runtime was destroyed meanwhile");
-    }
-    *out = dev;
-    return MXA_OK;
+    mxa_device_info *d = &owned_probe->info;
+    snprintf(d->backend, sizeof d->backend, "%s", ops->name);
+    mxa_device_info_sanitize(d);
+    dev->rt = rt;
+    dev->ops = ops;
+    dev->probed = dev->owned_probe = owned_probe;
+    dev->impl = impl;
+    return device_register(dev, "mxa_device_adopt", out);
 }
 
 /* Closes a registered device, handle lock held: waits for a call in flight,
@@ -355,6 +386,10 @@ static void device_close_locked(mxa_device *dev)
                             dev->probed->info.id);
     dev->ops->close(dev->impl);
     pthread_mutex_unlock(&dev->lock);
+    if (dev->owned_probe) {
+        if (dev->ops->release) dev->ops->release(dev->owned_probe, 1);
+        free(dev->owned_probe);
+    }
     for (mxa_device **p = &dev->rt->devices; *p; p = &(*p)->next)
         if (*p == dev) {
             *p = dev->next;

@@ -31,6 +31,7 @@ struct mxa_device {
     mxa_runtime *rt;
     const mxa_backend_ops *ops;
     const mxa_probed_device *probed;
+    mxa_probed_device *owned_probe; /* an adopted device's own probe (probed points to it), else NULL */
     void *impl;
     pthread_mutex_t lock;       /* a device serialises its own queue */
     struct mxa_device *next;    /* in rt->devices */
@@ -46,5 +47,18 @@ struct mxa_buffer {
 
 /* MXA_OK if dev is an open device of this process, else one error line naming fn. */
 mxa_status mxa_device_check(const mxa_device *dev, const char *fn);
+
+/* Registers a device a backend opened over an application's own objects (interop headers:
+ * mxa_opencl_device_create, mxa_vulkan_device_create) like mxa_device_open's. `owned_probe`
+ * (malloc'ed; info.id and the rest filled by the backend, info.backend set here) and `impl`
+ * belong to the device from now on, also on failure: closing the device calls ops->close(impl)
+ * and then ops->release(owned_probe, 1) and frees it. */
+mxa_status mxa_device_adopt(mxa_runtime *rt, const mxa_backend_ops *ops, mxa_probed_device *owned_probe, void *impl,
+                            mxa_device **out);
+
+/* Registers a backend-made buffer handle of `bytes` bytes on dev (mxa_buffer_create's list;
+ * interop wraps of an application's memory). The handle belongs to the buffer from now on,
+ * also on failure: mxa_buffer_destroy (or closing the device) calls ops->buffer_destroy. */
+mxa_status mxa_buffer_adopt(mxa_device *dev, void *handle, size_t bytes, mxa_buffer **out);
 
 #endif
