@@ -243,7 +243,7 @@ static mxa_status nvfp4_attention(mxa_device *dev, const mxa_attention_call *cal
         }
     }
     const mxa_attention_dims dm = {call->q.b, call->q.h, call->k.h, call->q.n, call->k.n, call->q.d, call->desc.scale};
-    if (!st) st = mxa_reference_run(&call->desc, call->bc, &dm, host[0], host[1], host[2], host[3], call->lse, NULL);
+    if (!st) st = mxa_reference_run(&call->desc, call->bc, &dm, NULL, host[0], host[1], host[2], host[3], call->lse, NULL);
     if (!st && copy[3])
         st = dev->ops->buffer_upload(dev->impl, call->o.buffer, call->o.offset, copy[3],
                                      (size_t)(dm.b * dm.h * dm.nq * dm.d) * sizeof(float));
@@ -506,41 +506,4 @@ void mxa_event_destroy(mxa_event *ev)
     mxa_clear_error();
     call_free(&ev->pc);
     free(ev);
-}
-
-mxa_status mxa_reference_attention(const mxa_attention_desc *desc, int bc, const mxa_tensor *q,
-                                   const mxa_tensor *k, const mxa_tensor *v, mxa_tensor *o,
-                                   mxa_tensor *lse, float *row_sums)
-{
-    mxa_attention_dims dm;
-    mxa_status st = mxa_attention_check(desc, q, k, v, o, lse, &dm);
-    if (st || (st = mxa_bc_check(bc))) return st;
-    if (q->buffer || k->buffer || v->buffer || o->buffer)
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_reference_attention: host tensors only");
-    const size_t rows = (size_t)(dm.b * dm.h * dm.nq);
-    float *bufq = malloc((size_t)mxa_tensor_numel(q) * 4), *bufk = malloc((size_t)mxa_tensor_numel(k) * 4),
-          *bufv = malloc((size_t)mxa_tensor_numel(v) * 4), *bufo = malloc(rows * (size_t)dm.d * 4),
-          *bufl = lse ? malloc(rows * 4) : NULL;
-    if (!bufq || !bufk || !bufv || !bufo || (lse && !bufl)) {
-        st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_reference_attention: out of memory");
-        goto out;
-    }
-    mxa_tensor_gather(q, bufq);
-    mxa_tensor_gather(k, bufk);
-    mxa_tensor_gather(v, bufv);
-    if (!desc->allow_non_finite &&
-        ((st = mxa_check_values(bufq, mxa_tensor_numel(q), MXA_ATTENTION_INPUT_LIMIT, "q")) ||
-         (st = mxa_check_values(bufk, mxa_tensor_numel(k), MXA_ATTENTION_INPUT_LIMIT, "k")) ||
-         (st = mxa_check_values(bufv, mxa_tensor_numel(v), MXA_ATTENTION_INPUT_LIMIT, "v"))))
-        goto out;
-    if ((st = mxa_reference_run(desc, bc, &dm, bufq, bufk, bufv, bufo, bufl, row_sums))) goto out;
-    mxa_tensor_scatter(o, bufo);
-    if (lse) mxa_tensor_scatter(lse, bufl);
-out:
-    free(bufq);
-    free(bufk);
-    free(bufv);
-    free(bufo);
-    free(bufl);
-    return st;
 }

@@ -105,11 +105,12 @@ static void head_free(head_inputs *in)
     blocked_free(&in->vt);
 }
 
-/* Rotates and quantizes one query head and its kv head (SPEC §2 steps 1-2). */
-static mxa_status head_prepare(const mxa_attention_desc *desc, const mxa_attention_dims *dm,
+/* Rotates and quantizes one query head and its kv head (SPEC §2 steps 1-2), of which
+ * only the first nk > 0 keys exist (a batch's key length: V blocks zero-padded after it). */
+static mxa_status head_prepare(const mxa_attention_desc *desc, const mxa_attention_dims *dm, int64_t nk,
                                const float *q, const float *k, const float *v, head_inputs *in)
 {
-    const int64_t d = dm->d, nq = dm->nq, nk = dm->nk, dblocks = d / MXA_BLOCK;
+    const int64_t d = dm->d, nq = dm->nq, dblocks = d / MXA_BLOCK;
     const int64_t kblocks = (nk + MXA_BLOCK - 1) / MXA_BLOCK;
     const int qk = (desc->quantize & MXA_QUANT_QK) != 0, qv = (desc->quantize & MXA_QUANT_V) != 0;
     mxa_status st;
@@ -143,15 +144,31 @@ static mxa_status head_prepare(const mxa_attention_desc *desc, const mxa_attenti
     return MXA_OK;
 }
 
-/* One query row through the online softmax (SPEC §2 steps 3-5). `p` is a
- * 1 x kblocks*32 scratch matrix for the exponentials of one key tile. */
-static void row_attention(const mxa_attention_desc *desc, int bc, const mxa_attention_dims *dm,
-                          const head_inputs *in, int64_t i, blocked *p, float *s, float *acc,
-                          float *o, float *lse, float *row_sum)
+/* The last key row i may see of the nk that exist (docs/attention-inputs.md); < 0: none. */
+static int64_t last_visible(int causal, int64_t i, int64_t nq, int64_t nk)
 {
-    const int64_t d = dm->d, nk = dm->nk, dblocks = d / MXA_BLOCK;
+    const int64_t last = causal == MXA_CAUSAL_BOTTOM_RIGHT ? i + nk - nq : causal == MXA_CAUSAL_TOP_LEFT ? i : nk - 1;
+    return last < nk - 1 ? last : nk - 1;
+}
+
+/* A row with no visible key: O = 0, LSE = -inf. */
+static void row_empty(int64_t d, float *o, float *lse, float *row_sum)
+{
+    for (int64_t c = 0; c < d; c++) o[c] = 0.0f;
+    if (lse) *lse = -INFINITY;
+    if (row_sum) *row_sum = NAN;
+}
+
+/* One query row through the online softmax (SPEC §2 steps 3-5) over the nk keys that
+ * exist; bias_row and mask_row (nk entries each, or NULL) are row i's. `p` is a
+ * 1 x kblocks*32 scratch matrix for the exponentials of one key tile. */
+static void row_attention(const mxa_attention_desc *desc, int bc, const mxa_attention_dims *dm, int64_t nk,
+                          const head_inputs *in, int64_t i, const float *bias_row, const uint8_t *mask_row,
+                          blocked *p, float *s, float *acc, float *o, float *lse, float *row_sum)
+{
+    const int64_t d = dm->d, dblocks = d / MXA_BLOCK;
     const int qp = p->quantized;
-    const int64_t last_visible = desc->causal ? i + nk - dm->nq : nk - 1;
+    const int64_t last = last_visible(desc->causal, i, dm->nq, nk);
     float m = -INFINITY, l = 0.0f, l_hat = 0.0f;
     for (int64_t c = 0; c < d; c++) acc[c] = 0.0f;
 
@@ -160,13 +177,14 @@ static void row_attention(const mxa_attention_desc *desc, int bc, const mxa_atte
         const int64_t blocks = (len + MXA_BLOCK - 1) / MXA_BLOCK;
         float tile_max = -INFINITY;
         for (int64_t j = 0; j < len; j++) {
-            if (j0 + j > last_visible) {
+            if (j0 + j > last || (mask_row && !mask_row[j0 + j])) {
                 s[j] = -INFINITY;
                 continue;
             }
             float dot = 0.0f;
             for (int64_t blk = 0; blk < dblocks; blk++) dot += block_dot(&in->q, i, blk, &in->k, j0 + j, blk);
             s[j] = dot * dm->scale;
+            if (bias_row) s[j] += bias_row[j0 + j]; /* one fp32 addition; -inf hides the key */
             if (s[j] > tile_max) tile_max = s[j];
         }
         const float m_new = tile_max > m ? tile_max : m;
@@ -193,9 +211,7 @@ static void row_attention(const mxa_attention_desc *desc, int bc, const mxa_atte
         m = m_new;
     }
     if (l == 0.0f && m == -INFINITY) {
-        for (int64_t c = 0; c < d; c++) o[c] = 0.0f;
-        if (lse) *lse = -INFINITY;
-        if (row_sum) *row_sum = NAN;
+        row_empty(d, o, lse, row_sum);
         return;
     }
     for (int64_t c = 0; c < d; c++) o[c] = acc[c] / l;
@@ -203,11 +219,26 @@ static void row_attention(const mxa_attention_desc *desc, int bc, const mxa_atte
     if (row_sum) *row_sum = l_hat / l;
 }
 
-mxa_status mxa_reference_run(const mxa_attention_desc *desc, int bc, const mxa_attention_dims *dm,
-                             const float *q, const float *k, const float *v, float *o, float *lse,
-                             float *row_sums)
+/* Row i of a dense [b|1, h|1, nq, nk] side array for (b, h), or NULL when absent. */
+static const void *side_row(const mxa_side_array *a, size_t esize, int64_t b, int64_t h, int64_t i)
 {
-    if (desc->format == MXA_FORMAT_NVFP4) return mxa_reference_nvfp4_run(desc, bc, dm, q, k, v, o, lse, row_sums);
+    if (!a->host) return NULL;
+    const int64_t bb = a->b == 1 ? 0 : b, hh = a->h == 1 ? 0 : h;
+    return (const char *)a->host + (size_t)(((bb * a->h + hh) * a->nq + i) * a->nk) * esize;
+}
+
+mxa_status mxa_reference_run(const mxa_attention_desc *desc, int bc, const mxa_attention_dims *dm,
+                             const mxa_reference_extras *extras, const float *q, const float *k, const float *v,
+                             float *o, float *lse, float *row_sums)
+{
+    static const mxa_reference_extras none = {{0}, {0}, NULL};
+    const mxa_reference_extras *ex = extras ? extras : &none;
+    if (desc->format == MXA_FORMAT_NVFP4) {
+        if (ex->bias.host || ex->mask.host || ex->key_lengths || desc->causal == MXA_CAUSAL_TOP_LEFT)
+            return mxa_fail(MXA_ERR_UNSUPPORTED,
+                            "reference attention: the NVFP4 baseline takes no bias, mask, key lengths or top-left causal");
+        return mxa_reference_nvfp4_run(desc, bc, dm, q, k, v, o, lse, row_sums);
+    }
     mxa_status st = mxa_bc_check(bc);
     if (st) return st;
     const int64_t d = dm->d, nq = dm->nq, nk = dm->nk, group = dm->h / dm->hkv;
@@ -219,23 +250,103 @@ mxa_status mxa_reference_run(const mxa_attention_desc *desc, int bc, const mxa_a
         free(acc);
         return st ? st : mxa_fail(MXA_ERR_OUT_OF_MEMORY, "reference attention: out of memory");
     }
-    for (int64_t b = 0; b < dm->b && !st; b++)
+    for (int64_t b = 0; b < dm->b && !st; b++) {
+        /* a key length is a length: batch b runs as if it had only those keys */
+        const int64_t nkb = ex->key_lengths ? ex->key_lengths[b] : nk;
         for (int64_t h = 0; h < dm->h && !st; h++) {
-            const int64_t kvh = h / group;
-            const float *qh = q + ((b * dm->h + h) * nq) * d;
+            const int64_t kvh = h / group, row0 = (b * dm->h + h) * nq;
+            if (nkb == 0) {
+                for (int64_t i = 0; i < nq; i++)
+                    row_empty(d, o + (row0 + i) * d, lse ? lse + row0 + i : NULL, row_sums ? row_sums + row0 + i : NULL);
+                continue;
+            }
+            const float *qh = q + row0 * d;
             const float *kh = k + ((b * dm->hkv + kvh) * nk) * d;
             const float *vh = v + ((b * dm->hkv + kvh) * nk) * d;
             head_inputs in;
-            if ((st = head_prepare(desc, dm, qh, kh, vh, &in))) break;
+            if ((st = head_prepare(desc, dm, nkb, qh, kh, vh, &in))) break;
             for (int64_t i = 0; i < nq; i++) {
-                const int64_t row = (b * dm->h + h) * nq + i;
-                row_attention(desc, bc, dm, &in, i, &p, s, acc, o + row * d, lse ? lse + row : NULL,
+                const int64_t row = row0 + i;
+                row_attention(desc, bc, dm, nkb, &in, i, side_row(&ex->bias, sizeof(float), b, h, i),
+                              side_row(&ex->mask, 1, b, h, i), &p, s, acc, o + row * d, lse ? lse + row : NULL,
                               row_sums ? row_sums + row : NULL);
             }
             head_free(&in);
         }
+    }
     blocked_free(&p);
     free(s);
     free(acc);
+    return st;
+}
+
+/* A host bias or mask of the caller as a dense side array (an owned copy in *copy). */
+static mxa_status side_gather(const mxa_tensor *t, const char *name, int check_values, mxa_side_array *out, void **copy)
+{
+    memset(out, 0, sizeof *out);
+    *copy = NULL;
+    if (!t) return MXA_OK;
+    if (t->buffer) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_reference_attention: host tensors only (%s)", name);
+    const int64_t n = mxa_tensor_numel(t);
+    const int is_mask = t->dtype == MXA_BOOL;
+    if (!(*copy = malloc((size_t)n * (is_mask ? 1 : sizeof(float)))))
+        return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_reference_attention: out of memory");
+    out->b = t->shape[0]; out->h = t->shape[1]; out->nq = t->shape[2]; out->nk = t->shape[3];
+    out->host = *copy;
+    if (is_mask) {
+        mxa_tensor_gather_bytes(t, *copy);
+        return MXA_OK;
+    }
+    float *f = *copy;
+    mxa_tensor_gather(t, f);
+    if (check_values) /* -inf hides a key; NaN and +inf have no meaning as a bias */
+        for (int64_t i = 0; i < n; i++)
+            if (isnan(f[i]) || f[i] == INFINITY)
+                return mxa_fail(MXA_ERR_NON_FINITE, "%s: element %lld is %s (a bias may be finite or -inf)", name,
+                                (long long)i, isnan(f[i]) ? "NaN" : "+Inf");
+    return MXA_OK;
+}
+
+mxa_status mxa_reference_attention(const mxa_attention_desc *desc, int bc, const mxa_tensor *q,
+                                   const mxa_tensor *k, const mxa_tensor *v, mxa_tensor *o,
+                                   mxa_tensor *lse, float *row_sums)
+{
+    mxa_attention_dims dm;
+    mxa_status st = mxa_attention_check(desc, q, k, v, o, lse, &dm);
+    if (st || (st = mxa_bc_check(bc))) return st;
+    if (q->buffer || k->buffer || v->buffer || o->buffer || (lse && lse->buffer))
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_reference_attention: host tensors only");
+    const size_t rows = (size_t)(dm.b * dm.h * dm.nq);
+    mxa_reference_extras ex = {{0}, {0}, desc->key_lengths};
+    void *bias = NULL, *mask = NULL;
+    float *bufq = malloc((size_t)mxa_tensor_numel(q) * 4), *bufk = malloc((size_t)mxa_tensor_numel(k) * 4),
+          *bufv = malloc((size_t)mxa_tensor_numel(v) * 4), *bufo = malloc(rows * (size_t)dm.d * 4),
+          *bufl = lse ? malloc(rows * 4) : NULL;
+    if (!bufq || !bufk || !bufv || !bufo || (lse && !bufl)) {
+        st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_reference_attention: out of memory");
+        goto out;
+    }
+    mxa_tensor_gather(q, bufq);
+    mxa_tensor_gather(k, bufk);
+    mxa_tensor_gather(v, bufv);
+    const int check = !desc->allow_non_finite;
+    if (check && ((st = mxa_check_values(bufq, mxa_tensor_numel(q), MXA_ATTENTION_INPUT_LIMIT, "q")) ||
+                  (st = mxa_check_values(bufk, mxa_tensor_numel(k), MXA_ATTENTION_INPUT_LIMIT, "k")) ||
+                  (st = mxa_check_values(bufv, mxa_tensor_numel(v), MXA_ATTENTION_INPUT_LIMIT, "v"))))
+        goto out;
+    if ((st = side_gather(desc->bias, "bias", check, &ex.bias, &bias)) ||
+        (st = side_gather(desc->mask, "mask", 0, &ex.mask, &mask)))
+        goto out;
+    if ((st = mxa_reference_run(desc, bc, &dm, &ex, bufq, bufk, bufv, bufo, bufl, row_sums))) goto out;
+    mxa_tensor_scatter(o, bufo);
+    if (lse) mxa_tensor_scatter(lse, bufl);
+out:
+    free(bufq);
+    free(bufk);
+    free(bufv);
+    free(bufo);
+    free(bufl);
+    free(bias);
+    free(mask);
     return st;
 }

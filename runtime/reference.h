@@ -3,11 +3,20 @@
 #define MXA_RUNTIME_REFERENCE_H
 
 #include "attention_check.h"
+#include "backend.h"
+
+/* The optional inputs of docs/attention-inputs.md, dense on the host: bias (float32) and
+ * mask (bytes, 0 = hidden) as a backend receives them (host pointers only; absent when
+ * NULL), key_lengths (b entries in [0, nk]) or NULL. */
+typedef struct mxa_reference_extras {
+    mxa_side_array bias, mask;
+    const int32_t *key_lengths;
+} mxa_reference_extras;
 
 /* SPEC §2 line by line. q [b,h,nq,d], k/v [b,hkv,nk,d], o [b,h,nq,d] dense;
- * lse and row_sums (b*h*nq) may be NULL. Inputs are not modified. */
+ * extras, lse and row_sums (b*h*nq) may be NULL. Inputs are not modified. */
 mxa_status mxa_reference_run(const mxa_attention_desc *desc, int bc, const mxa_attention_dims *dims,
-                             const float *q, const float *k, const float *v, float *o, float *lse,
-                             float *row_sums);
+                             const mxa_reference_extras *extras, const float *q, const float *k, const float *v,
+                             float *o, float *lse, float *row_sums);
 
 #endif

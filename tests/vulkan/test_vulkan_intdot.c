@@ -188,7 +188,7 @@ static void run_case(const acase *c, uint64_t seed)
     desc.scale = 1.0f / sqrtf((float)c->d);
     if (c->d & (c->d - 1)) desc.hadamard = 0; /* the rotation needs a power of two */
     const mxa_attention_dims dims = {c->b, c->h, c->hkv, c->nq, c->nk, c->d, desc.scale};
-    assert_int_equal(mxa_reference_run(&desc, 64, &dims, q, k, v, ref, ref_lse, NULL), MXA_OK);
+    assert_int_equal(mxa_reference_run(&desc, 64, &dims, NULL, q, k, v, ref, ref_lse, NULL), MXA_OK);
 
     int ran = 0;
     for (size_t ti = 0; ti < sizeof tilings / sizeof tilings[0]; ti++) {
