@@ -394,6 +394,27 @@ fail:
     return st;
 }
 
+mxa_status mxa_attention_call_device(mxa_device *dev, const char *fn, const mxa_attention_desc *desc,
+                                     const mxa_tensor *q, const mxa_tensor *k, const mxa_tensor *v, mxa_tensor *o,
+                                     mxa_tensor *lse, mxa_attention_call *call)
+{
+    mxa_status st = mxa_device_check(dev, fn);
+    if (st) return st;
+    if (!desc || !q || !k || !v || !o || !call) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
+    const mxa_tensor *const all[7] = {q, k, v, o, lse, desc->bias, desc->mask};
+    static const char *const names[7] = {"q", "k", "v", "out", "lse", "bias", "mask"};
+    for (int i = 0; i < 7; i++)
+        if (all[i] && !all[i]->buffer)
+            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: %s is a host tensor; every tensor must be a device buffer of the device",
+                            fn, names[i]);
+    prepared_call pc;
+    if ((st = call_prepare(dev, desc, q, k, v, o, lse, &pc))) return st;
+    *call = pc.call;
+    call->key_lengths = desc->key_lengths; /* the caller's, valid while the entry point runs */
+    call_free(&pc);
+    return MXA_OK;
+}
+
 /* Writes a completed call's host outputs into the caller's tensors. */
 static void call_finish(prepared_call *pc)
 {

@@ -61,4 +61,13 @@ mxa_status mxa_device_adopt(mxa_runtime *rt, const mxa_backend_ops *ops, mxa_pro
  * also on failure: mxa_buffer_destroy (or closing the device) calls ops->buffer_destroy. */
 mxa_status mxa_buffer_adopt(mxa_device *dev, void *handle, size_t bytes, mxa_buffer **out);
 
+/* For the interop entry points (mxa_opencl_attention_enqueue, mxa_vulkan_attention_record):
+ * validates a call whose tensors (q, k, v, o, lse, bias, mask) all live in buffers of dev,
+ * exactly as mxa_attention does, and fills `call`. Nothing to free: it points into the
+ * tensors' buffers and at desc->key_lengths, which the backend consumes before returning.
+ * `fn` names the entry point in errors; a host tensor is refused by name. */
+mxa_status mxa_attention_call_device(mxa_device *dev, const char *fn, const mxa_attention_desc *desc,
+                                     const mxa_tensor *q, const mxa_tensor *k, const mxa_tensor *v, mxa_tensor *o,
+                                     mxa_tensor *lse, mxa_attention_call *call);
+
 #endif
