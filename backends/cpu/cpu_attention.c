@@ -31,11 +31,18 @@ typedef struct scratch {
     float *qsc8;   /* [16] fused Q scale, then [16] fused P^ scale */
 } scratch;
 
+/* A bias or mask as the attention pass reads it: dense [b|1, h|1, nq, nk] on the host. */
+typedef struct side {
+    const void *data; /* NULL: absent */
+    int64_t b, h;
+} side;
+
 typedef struct job {
     cpu_prep prep;
     int bc;
     int64_t qtiles;
     float *o, *lse;
+    side bias, mask; /* float32, bytes */
     char *scratch_mem;
     size_t scratch_bytes;
 } job;
@@ -71,13 +78,35 @@ static size_t scratch_layout(int64_t d, int bc, char *base, scratch *s)
     return off;
 }
 
+/* Row i of (b, h) in a side array, or NULL when absent. */
+static const void *side_row(const side *sd, size_t esize, const cpu_prep *p, int64_t b, int64_t h, int64_t i)
+{
+    if (!sd->data) return NULL;
+    const int64_t bb = sd->b == 1 ? 0 : b, hh = sd->h == 1 ? 0 : h;
+    return (const char *)sd->data + (size_t)(((bb * sd->h + hh) * p->nq + i) * p->nk) * esize;
+}
+
+/* The scaled scores s [len][16] of keys j0.. plus the bias (one fp32 addition, as the
+ * reference); a masked key's score is -inf: every softmax gives it P~ = 0 exactly (the
+ * AVX-512 exp clamps its argument at -104) and never takes it as a row maximum. */
+static void hide_and_bias(float *s, int len, int64_t j0, const float *const *bias, const uint8_t *const *mask)
+{
+    for (int j = 0; j < len; j++)
+        for (int r = 0; r < L; r++) {
+            float x = s[j * L + r];
+            if (bias[r]) x += bias[r][j0 + j];
+            if (mask[r] && !mask[r][j0 + j]) x = -INFINITY;
+            s[j * L + r] = x;
+        }
+}
+
 static void attention_task(void *ctx, int64_t item, int worker)
 {
     const job *jb = ctx;
     const cpu_prep *p = &jb->prep;
     const mxa_attention_desc *desc = p->desc;
     const cpu_kernels *kern = p->kern;
-    const int64_t d = p->d, dblk = d / 32, nq = p->nq, nk = p->nk, bc = jb->bc;
+    const int64_t d = p->d, dblk = d / 32, nq = p->nq, bc = jb->bc;
     /* causal: the last query tiles see the most keys, so they go first */
     const int64_t tile = desc->causal ? jb->qtiles - 1 - item % jb->qtiles : item % jb->qtiles;
     const int64_t bh = item / jb->qtiles, b = bh / p->h, h = bh % p->h, i0 = tile * L;
@@ -88,21 +117,28 @@ static void attention_task(void *ctx, int64_t item, int worker)
     cpu_q_fused fz = {sc.qp8, sc.qsc8, 0};
     cpu_prep_q(p, b, h, i0, sc.x, sc.qp, sc.qsc, &fz);
     float m[L], l[L], alpha[L];
-    int64_t lim[L], kend = nk;
+    /* docs/attention-inputs.md: row i sees keys j <= lim of the klen that exist */
+    const int64_t klen = hd->len;
+    int64_t lim[L], kend = 0;
     for (int r = 0; r < L; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
-        lim[r] = desc->causal ? i0 + r + nk - nq : nk - 1; /* bottom-right aligned */
+        const int64_t i = i0 + r;
+        lim[r] = desc->causal == MXA_CAUSAL_BOTTOM_RIGHT ? i + klen - nq : desc->causal == MXA_CAUSAL_TOP_LEFT ? i : klen - 1;
+        if (lim[r] > klen - 1) lim[r] = klen - 1;
+        if (i < nq && lim[r] + 1 > kend) kend = lim[r] + 1;
     }
-    if (desc->causal) {
-        const int64_t last_row = (i0 + L < nq ? i0 + L : nq) - 1;
-        kend = last_row + nk - nq + 1;
-        if (kend > nk) kend = nk;
+    const float *bias[L];
+    const uint8_t *mask[L];
+    for (int r = 0; r < L; r++) {
+        const int64_t i = i0 + r < nq ? i0 + r : nq - 1; /* rows past nq are never output */
+        bias[r] = side_row(&jb->bias, sizeof(float), p, b, h, i);
+        mask[r] = side_row(&jb->mask, 1, p, b, h, i);
     }
     memset(sc.acc, 0, (size_t)d * L * sizeof(float));
 
     for (int64_t j0 = 0; j0 < kend; j0 += bc) {
-        const int len = (int)(nk - j0 < bc ? nk - j0 : bc);
+        const int len = (int)(klen - j0 < bc ? klen - j0 : bc);
         const int nkeys = (len + 7) & ~7, blocks = (len + 31) / 32;
         if (fz.ok && hd->tile_ok[j0 / bc]) {
             const cpu_qk_fused_args fa = {sc.qp8, sc.qsc8, hd->k8 + j0 * d, hd->kcorr8 + j0, hd->ksc8 + j0,
@@ -115,6 +151,7 @@ static void attention_task(void *ctx, int64_t item, int worker)
         } else {
             kern->qk_f32(sc.x, hd->kf + j0 * d, nkeys, (int)d, desc->scale, sc.s);
         }
+        if (jb->bias.data || jb->mask.data) hide_and_bias(sc.s, len, j0, bias, mask);
         int32_t rel[L];
         for (int r = 0; r < L; r++) {
             const int64_t v = lim[r] - j0;
@@ -160,8 +197,15 @@ static void attention_task(void *ctx, int64_t item, int worker)
     }
 }
 
+/* A side array's host pointer (CPU buffers are host memory), or NULL when absent. */
+static const void *side_host(const mxa_side_array *a)
+{
+    return a->host ? a->host : a->buffer ? (const char *)a->buffer + a->offset : NULL;
+}
+
 mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, cpu_buf *arena, cpu_buf *scratch_buf,
-                             const mxa_attention_call *call, const float *q, const float *k, const float *v, float *o)
+                             const mxa_attention_call *call, const float *q, const float *k, const float *v, float *o,
+                             float *lse)
 {
     mxa_status st = MXA_OK;
     const mxa_attention_desc *desc = &call->desc;
@@ -190,7 +234,10 @@ mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, cpu_buf *a
     p->k = k;
     p->v = v;
     jb.o = o;
-    jb.lse = call->lse;
+    jb.lse = lse;
+    p->key_lengths = call->key_lengths;
+    jb.bias = (side){side_host(&call->bias), call->bias.b, call->bias.h};
+    jb.mask = (side){side_host(&call->mask), call->mask.b, call->mask.h};
     jb.qtiles = (p->nq + L - 1) / L;
 
     jb.scratch_bytes = scratch_layout(p->d, call->bc, NULL, NULL);

@@ -7,9 +7,11 @@
 #include "cpu_quant.h"
 #include "cpu_threads.h"
 
-/* Runs a validated call on host arrays q, k, v into o (and call->lse);
- * arena and scratch are the device's memory kept between calls. */
+/* Runs a validated call on host arrays q, k, v into float32 o and lse (may be NULL), with
+ * the call's bias, mask and key lengths; arena and scratch are the device's memory kept
+ * between calls. */
 mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, cpu_buf *arena, cpu_buf *scratch,
-                             const mxa_attention_call *call, const float *q, const float *k, const float *v, float *o);
+                             const mxa_attention_call *call, const float *q, const float *k, const float *v, float *o,
+                             float *lse);
 
 #endif

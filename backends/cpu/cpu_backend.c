@@ -12,6 +12,7 @@
 #include "../../runtime/backend.h"
 #include "../../runtime/env.h"
 #include "../../runtime/status.h"
+#include "../../runtime/tensor.h"
 #include "cpu_attention.h"
 #include "cpu_isa.h"
 #include "cpu_quant.h"
@@ -158,15 +159,27 @@ static mxa_status cpu_attention(void *impl, const mxa_attention_call *call, mxa_
 {
     cpu_device *dev = impl;
     snprintf(info->variant, sizeof info->variant, "%s", cpu_variant_name(dev->isa));
+    const size_t n = (size_t)(call->o.b * call->o.h * call->o.n * call->o.d);
+    /* a 16-bit output (in a "device" buffer, host memory here) is rounded once from the f32 result */
+    float *o = call->o_dtype == MXA_F32 ? cpu_host(&call->o) : malloc(n * sizeof(float));
+    float *lse = call->lse ? call->lse : call->lse_buffer ? (float *)((char *)call->lse_buffer + call->lse_offset) : NULL;
+    if (!o) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "cpu attention: out of memory for the float32 result");
     const double t0 = cpu_now();
     mxa_status st = cpu_attention_run(dev->kern, dev->pool, &dev->arena, &dev->scratch, call, cpu_host(&call->q),
-                                      cpu_host(&call->k), cpu_host(&call->v), cpu_host(&call->o));
+                                      cpu_host(&call->k), cpu_host(&call->v), o, lse);
+    if (!st && call->o_dtype != MXA_F32) {
+        uint16_t *half = (uint16_t *)((char *)call->o.buffer + call->o.offset);
+        for (size_t i = 0; i < n; i++) half[i] = call->o_dtype == MXA_F16 ? mxa_f32_to_f16(o[i]) : mxa_f32_to_bf16(o[i]);
+    }
     info->kernel_seconds = cpu_now() - t0;
+    if (o != cpu_host(&call->o)) free(o);
     return st;
 }
 
 const mxa_backend_ops mxa_cpu_backend = {
     .name = "cpu",
+    .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
+              MXA_EXTRA_LSE_BUFFER,
     .probe = cpu_probe,
     .release = NULL,
     .open = cpu_open,

@@ -58,7 +58,7 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
     int32_t sum[8 * L];
     if (d < 32 || d > 256) return; /* checked by the runtime; tells the compiler x gets written */
     for (int64_t c = 0; c < d; c++)
-        for (int l = 0; l < L; l++) x[c * L + l] = j0 + l < p->nk ? k[(j0 + l) * d + c] : 0.0f;
+        for (int l = 0; l < L; l++) x[c * L + l] = j0 + l < hd->len ? k[(j0 + l) * d + c] : 0.0f;
     if (p->desc->hadamard) p->kern->rotate(x, (int)d);
     if (!p->qk_int) {
         for (int l = 0; l < L; l++)
@@ -98,7 +98,7 @@ static void prep_v32(const cpu_prep *p, const float *v, cpu_head_kv *hd, int64_t
     float scale[L];
     for (int64_t c0 = 0; c0 < d; c0 += L) {
         for (int i = 0; i < 32; i++)
-            for (int l = 0; l < L; l++) x[i * L + l] = j0 + i < p->nk ? v[(j0 + i) * d + c0 + l] : 0.0f;
+            for (int l = 0; l < L; l++) x[i * L + l] = j0 + i < hd->len ? v[(j0 + i) * d + c0 + l] : 0.0f;
         const float *rows = x;
         if (quant_v) {
             const cpu_quant_out out = {packed, scale, p->pv_int ? NULL : dec, NULL, NULL, NULL};
@@ -132,7 +132,7 @@ static void prep_v_fused(void *ctx, int64_t item, int worker)
     uint8_t ok = 1;
     for (int64_t c0 = 0; c0 < d; c0 += L) {
         for (int i = 0; i < p->bc; i++)
-            for (int l = 0; l < L; l++) x[i * L + l] = j0 + i < p->nk ? v[(j0 + i) * d + c0 + l] : 0.0f;
+            for (int l = 0; l < L; l++) x[i * L + l] = j0 + i < hd->len ? v[(j0 + i) * d + c0 + l] : 0.0f;
         ok &= p->kern->quantize_fused(x, p->bc / 32, p->rule, 0, packed, smin, NULL) == 0xffffu;
         for (int l = 0; l < L; l++) {
             for (int w = 0; w < p->bc / 4; w++) put_word(hd->vt8 + j0 * d + (c0 + l) * p->bc + 4 * w, packed[w * L + l]);
@@ -174,6 +174,8 @@ mxa_status cpu_prep_kv(cpu_prep *p, cpu_pool *pool)
     for (int64_t i = 0; i < nheads; i++) {
         char *base = arena + i * per_head;
         cpu_head_kv *hd = &p->heads[i];
+        /* a key length is a length: the keys after it do not exist, so V's last block is zero-padded */
+        hd->len = p->key_lengths ? p->key_lengths[i / p->hkv] : p->nk;
         if (p->qk_int) {
             hd->ksc = (float *)base;
             hd->kcorr = (int32_t *)(base + np * dblk * 4);

@@ -23,6 +23,7 @@ void cpu_buf_free(cpu_buf *b);
 
 /* The prepared K and V of one kv head (keys padded with zeros to nk_pad). */
 typedef struct cpu_head_kv {
+    int64_t len;    /* keys that exist (the batch's key length, else nk); zeros after them */
     int8_t *k;      /* QK int: [nk_pad][d] doubled codes */
     int32_t *kcorr; /* QK int: [nk_pad][dblk] -12 * block code sum */
     float *ksc;     /* QK int: [nk_pad][dblk] 2^(e - 2) */
@@ -51,6 +52,7 @@ typedef struct cpu_prep {
     int fused, bc;  /* fused: the QK fused kernel may run (AVX-512, MXA_CPU_FUSED != 0) */
     int pv_fused;   /* the PV fused kernel may run (also Bc <= CPU_FUSED_MAX_BC) */
     const float *q, *k, *v;
+    const int32_t *key_lengths; /* b entries, or NULL (every batch has nk keys) */
     cpu_head_kv *heads; /* b * hkv */
     cpu_buf *arena;     /* the prepared K/V live here */
 } cpu_prep;
