@@ -7,7 +7,9 @@
  *   coopmat-khr-i8-smem / -f16-smem  attn_coopmat_khr_smem.comp (any layout)
  *   intdot                       attn_intdot.comp (packed int8 dot products)
  *   scalar                       attn_scalar.comp (one invocation per query row)
- * Everything is recorded into one command buffer and submitted once.
+ * Everything is recorded into one command buffer: mxa's own (submitted once, waited for now
+ * or, for mxa_attention_async, later) or the application's (mxa_vulkan_attention_record).
+ * The prepared arrays live in one workspace buffer, each at an aligned offset.
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +22,11 @@
 
 void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
 
-enum { S_QIN, S_KIN, S_VIN, S_QP, S_KP, S_VP, S_QS, S_KS, S_VS, S_O, S_LSE, S_VMAX };
+/* scratch slots: the host inputs of a synchronous call, and its workspace */
+enum { S_QIN, S_KIN, S_VIN, S_BIAS, S_MASK, S_WS };
+
+/* the arrays of a workspace */
+enum { W_QP, W_KP, W_VP, W_QS, W_KS, W_VS, W_VMAX, W_LSE, W_O32, W_KEYLEN, W_COUNT };
 
 void vk_select_opts_from_env(vk_select_opts *o)
 {
@@ -62,20 +68,6 @@ static double now_seconds(void)
 
 static uint64_t round_up(uint64_t x, uint64_t m) { return (x + m - 1) / m * m; }
 
-/* An input as a device buffer: the caller's own, or the host data uploaded to a scratch slot. */
-static mxa_status input_buffer(vk_device *dev, const mxa_array *a, int slot, vk_buffer **buf, uint32_t *offset)
-{
-    if (a->buffer) {
-        *buf = (vk_buffer *)a->buffer;
-        *offset = (uint32_t)(a->offset / 4);
-        return MXA_OK;
-    }
-    const size_t bytes = (size_t)(a->b * a->h * a->n * a->d) * 4;
-    mxa_status st = vk_scratch(dev, slot, bytes, buf);
-    *offset = 0;
-    return st ? st : vk_buffer_write(dev, *buf, 0, a->host, bytes);
-}
-
 /* How a plan runs: its attention kernel and the form of its inputs. */
 typedef struct plan_kernels {
     vk_kernel attn, prep_qk, prep_v;
@@ -97,41 +89,87 @@ static plan_kernels kernels_of(vk_variant_id id)
     }
 }
 
-mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_attention_info *info)
-{
+/* A call's plan, kernels and workspace layout (each array at an aligned offset). */
+typedef struct call_layout {
     vk_plan plan;
-    vk_plan_call(dev->probe, call, &plan);
-    const plan_kernels kern = kernels_of(plan.id);
-    const int scalar = plan.id == VK_V_SCALAR;
-    const mxa_attention_desc *desc = &call->desc;
-    const uint64_t b = (uint64_t)call->q.b, h = (uint64_t)call->q.h, hkv = (uint64_t)call->k.h;
-    const uint64_t nq = (uint64_t)call->q.n, nk = (uint64_t)call->k.n, d = (uint64_t)call->q.d;
-    const uint64_t nq_pad = scalar ? nq : round_up(nq, plan.rows_per_group), nk_pad = round_up(nk, (uint64_t)call->bc);
-    const uint64_t nb = kern.qk_i8 ? d / 32 : 1; /* Q/K scales per row */
-    if ((b * h * nq_pad + b * hkv * nk_pad) * d >= (1ull << 31))
-        return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan attention: the problem exceeds the kernels' 32-bit indexing");
-    snprintf(info->variant, sizeof info->variant, "%s", plan.variant);
+    plan_kernels kern;
+    uint64_t b, h, hkv, nq, nk, d, nq_pad, nk_pad;
+    VkDeviceSize off[W_COUNT], size[W_COUNT], total;
+} call_layout;
 
-    mxa_status st;
-    vk_buffer *qin, *kin, *vin, *qp, *kp, *vp, *qs, *ks, *vs, *ob, *lb, *vmax;
-    uint32_t qoff, koff, voff, ooff = 0;
-    if ((st = input_buffer(dev, &call->q, S_QIN, &qin, &qoff)) || (st = input_buffer(dev, &call->k, S_KIN, &kin, &koff)) ||
-        (st = input_buffer(dev, &call->v, S_VIN, &vin, &voff)))
-        return st;
-    const uint64_t vs_count = kern.v_block_scales ? b * hkv * d * (nk_pad / 32) : b * hkv * d;
-    if ((st = vk_scratch(dev, S_QP, b * h * nq_pad * d * (uint64_t)kern.qk_esize, &qp)) ||
-        (st = vk_scratch(dev, S_KP, b * hkv * nk_pad * d * (uint64_t)kern.qk_esize, &kp)) ||
-        (st = vk_scratch(dev, S_VP, b * hkv * nk_pad * d * (uint64_t)kern.v_esize, &vp)) ||
-        (st = vk_scratch(dev, S_QS, b * h * nq_pad * nb * 4, &qs)) || (st = vk_scratch(dev, S_KS, b * hkv * nk_pad * nb * 4, &ks)) ||
-        (st = vk_scratch(dev, S_VS, vs_count * 4, &vs)) || (st = vk_scratch(dev, S_VMAX, b * hkv * d * 4, &vmax)) ||
-        (st = vk_scratch(dev, S_LSE, b * h * nq * 4, &lb)))
-        return st;
-    if (call->o.buffer) {
-        ob = (vk_buffer *)call->o.buffer;
-        ooff = (uint32_t)(call->o.offset / 4);
-    } else if ((st = vk_scratch(dev, S_O, b * h * nq * d * 4, &ob))) {
-        return st;
+static mxa_status layout_call(const vk_device *dev, const mxa_attention_call *call, call_layout *L)
+{
+    vk_plan_call(dev->probe, call, &L->plan);
+    L->kern = kernels_of(L->plan.id);
+    const int scalar = L->plan.id == VK_V_SCALAR;
+    L->b = (uint64_t)call->q.b, L->h = (uint64_t)call->q.h, L->hkv = (uint64_t)call->k.h;
+    L->nq = (uint64_t)call->q.n, L->nk = (uint64_t)call->k.n, L->d = (uint64_t)call->q.d;
+    L->nq_pad = scalar ? L->nq : round_up(L->nq, L->plan.rows_per_group);
+    L->nk_pad = round_up(L->nk, (uint64_t)call->bc);
+    const uint64_t b = L->b, h = L->h, hkv = L->hkv, d = L->d, rows = b * h * L->nq;
+    if ((b * h * L->nq_pad + b * hkv * L->nk_pad) * d >= (1ull << 31))
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan attention: the problem exceeds the kernels' 32-bit indexing");
+    const uint64_t nb = L->kern.qk_i8 ? d / 32 : 1; /* Q/K scales per row */
+    const uint64_t vs_count = L->kern.v_block_scales ? b * hkv * d * (L->nk_pad / 32) : b * hkv * d;
+    const int o32 = !call->o.buffer || call->o_dtype != MXA_F32;
+    const VkDeviceSize sizes[W_COUNT] = {
+        [W_QP] = b * h * L->nq_pad * d * (uint64_t)L->kern.qk_esize,
+        [W_KP] = b * hkv * L->nk_pad * d * (uint64_t)L->kern.qk_esize,
+        [W_VP] = b * hkv * L->nk_pad * d * (uint64_t)L->kern.v_esize,
+        [W_QS] = b * h * L->nq_pad * nb * 4,
+        [W_KS] = b * hkv * L->nk_pad * nb * 4,
+        [W_VS] = vs_count * 4,
+        [W_VMAX] = b * hkv * d * 4,
+        [W_LSE] = call->lse_buffer ? 0 : rows * 4,
+        [W_O32] = o32 ? rows * d * 4 : 0,
+        [W_KEYLEN] = call->key_lengths ? b * 4 : 0,
+    };
+    const VkDeviceSize align = dev->storage_align > 16 ? dev->storage_align : 16;
+    L->total = 0;
+    for (int i = 0; i < W_COUNT; i++) {
+        L->off[i] = L->total;
+        L->size[i] = sizes[i];
+        L->total += round_up(sizes[i] ? sizes[i] : 16, align);
     }
+    return MXA_OK;
+}
+
+/* Where the attention reads and writes: device buffers and byte offsets inside them. */
+typedef struct call_buffers {
+    const vk_buffer *in[5]; /* q, k, v, bias, mask (the last two may be NULL) */
+    size_t in_off[5];
+    const vk_buffer *o, *lse; /* NULL: the workspace's */
+    size_t o_off, lse_off;
+} call_buffers;
+
+enum { IN_Q, IN_K, IN_V, IN_BIAS, IN_MASK };
+
+/* Records prep + attention (+ the 16-bit conversion) of a call into a batch. */
+static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const call_layout *L, const vk_buffer *ws,
+                         const call_buffers *cb)
+{
+    vk_device *dev = batch->dev;
+    const mxa_attention_desc *desc = &call->desc;
+    const plan_kernels kern = L->kern;
+    const uint64_t b = L->b, h = L->h, hkv = L->hkv, nq = L->nq, nk = L->nk, d = L->d;
+    const uint64_t nq_pad = L->nq_pad, nk_pad = L->nk_pad;
+    vk_buffer w[W_COUNT];
+    for (int i = 0; i < W_COUNT; i++) w[i] = vk_buffer_view(ws, L->off[i], L->size[i] ? L->size[i] : 16);
+    const vk_buffer *ob = cb->o && call->o_dtype == MXA_F32 ? cb->o : &w[W_O32];
+    const vk_buffer *lb = cb->lse ? cb->lse : &w[W_LSE];
+    const uint32_t ooff = ob == cb->o ? vk_elem_offset(dev, ob, cb->o_off) : 0;
+    const uint32_t loff = cb->lse ? vk_elem_offset(dev, lb, cb->lse_off) : 0;
+    const uint32_t extras = (call->bias.host || call->bias.buffer ? 1u : 0u) | (call->mask.host || call->mask.buffer ? 2u : 0u) |
+                            (call->key_lengths ? 4u : 0u);
+    const vk_buffer *bias = cb->in[IN_BIAS] ? cb->in[IN_BIAS] : &w[W_QP];
+    const vk_buffer *mask = cb->in[IN_MASK] ? cb->in[IN_MASK] : &w[W_QP];
+    const vk_buffer *keylen = call->key_lengths ? &w[W_KEYLEN] : &w[W_QP];
+    const uint64_t plane = nq * nk;
+    const uint32_t bias_off = cb->in[IN_BIAS] ? vk_elem_offset(dev, bias, cb->in_off[IN_BIAS]) : 0;
+    const uint32_t mask_off = cb->in[IN_MASK] ? (uint32_t)(mask->base % dev->storage_align + cb->in_off[IN_MASK]) : 0;
+    if ((uint64_t)bias_off + (uint64_t)call->bias.b * (uint64_t)call->bias.h * plane > UINT32_MAX ||
+        (uint64_t)mask_off + (uint64_t)call->mask.b * (uint64_t)call->mask.h * plane > UINT32_MAX)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan attention: the bias or mask exceeds the kernels' 32-bit indexing");
 
     uint32_t kind, t;
     vk_rule_params(desc->rule, &kind, &t);
@@ -140,70 +178,213 @@ mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_atte
     struct {
         uint32_t rows_pad, n, n_pad, x_offset, hadamard, quant, kind, t;
         float norm;
-    } pq = {(uint32_t)(b * h * nq_pad), (uint32_t)nq, (uint32_t)nq_pad, qoff, desc->hadamard != 0, qk, kind, t,
-            mxa_hadamard_norm((int)d)},
-      pk = {(uint32_t)(b * hkv * nk_pad), (uint32_t)nk, (uint32_t)nk_pad, koff, desc->hadamard != 0, qk, kind, t,
-            mxa_hadamard_norm((int)d)};
+    } pq = {(uint32_t)(b * h * nq_pad), (uint32_t)nq, (uint32_t)nq_pad, vk_elem_offset(dev, cb->in[IN_Q], cb->in_off[IN_Q]),
+            desc->hadamard != 0, qk, kind, t, mxa_hadamard_norm((int)d)},
+      pk = {(uint32_t)(b * hkv * nk_pad), (uint32_t)nk, (uint32_t)nk_pad, vk_elem_offset(dev, cb->in[IN_K], cb->in_off[IN_K]),
+            desc->hadamard != 0 && !call->k_rotated, qk, kind, t, mxa_hadamard_norm((int)d)};
     struct {
-        uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose;
-    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, voff, qv, kind, t, 1, (uint32_t)kern.v_transposed};
-    const int32_t spec_d[VK_SPEC_COUNT] = {(int32_t)d};
+        uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose, hkv;
+    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, vk_elem_offset(dev, cb->in[IN_V], cb->in_off[IN_V]),
+            qv, kind, t, 1, (uint32_t)kern.v_transposed, (uint32_t)hkv};
+    int32_t spec_d[VK_SPEC_COUNT] = {(int32_t)d};
+    mxa_status st;
     uint32_t gx, gy;
-    vk_batch batch;
-    const double t0 = now_seconds();
-    if ((st = vk_batch_begin(dev, 1, &batch))) return st;
+    if (call->key_lengths && (st = vk_batch_update(batch, &w[W_KEYLEN], call->key_lengths, b * 4))) return st;
     /* the prep kernels write the padding rows/tokens as zeros themselves; the V column
      * maxima start at 0 ("no block") */
-    if ((st = vk_batch_fill(&batch, vmax, b * hkv * d * 4))) return st;
-    vk_buffer *bq[3] = {qin, qp, qs}, *bk[3] = {kin, kp, ks}, *bv[4] = {vin, vp, vs, vmax};
+    if ((st = vk_batch_fill(batch, &w[W_VMAX], b * hkv * d * 4))) return st;
+    const vk_buffer *bq[3] = {cb->in[IN_Q], &w[W_QP], &w[W_QS]}, *bk[3] = {cb->in[IN_K], &w[W_KP], &w[W_KS]};
+    const vk_buffer *bv[5] = {cb->in[IN_V], &w[W_VP], &w[W_VS], &w[W_VMAX], keylen};
     const uint32_t qk_rows = 64 / (uint32_t)(d / 32); /* prep_qk: an invocation per block of 32 */
     vk_grid_1d(b * h * nq_pad, qk_rows, &gx, &gy);
-    if ((st = vk_batch_dispatch(&batch, kern.prep_qk, spec_d, 0, bq, 3, &pq, sizeof pq, gx, gy, 1))) return st;
+    if ((st = vk_batch_dispatch(batch, kern.prep_qk, spec_d, 0, bq, 3, &pq, sizeof pq, gx, gy, 1))) return st;
     vk_grid_1d(b * hkv * nk_pad, qk_rows, &gx, &gy);
-    if ((st = vk_batch_dispatch(&batch, kern.prep_qk, spec_d, 0, bk, 3, &pk, sizeof pk, gx, gy, 1))) return st;
+    if ((st = vk_batch_dispatch(batch, kern.prep_qk, spec_d, 0, bk, 3, &pk, sizeof pk, gx, gy, 1))) return st;
+    spec_d[13] = (int32_t)(extras & 4u); /* prep_v: the key lengths only */
     vk_grid_1d(b * hkv * (nk_pad / 32) * d, 64, &gx, &gy); /* prep_v: an invocation per column and block of 32 tokens */
     if (kern.prep_v == VK_K_PREP_V_F16) { /* pass 0: each V column's largest block exponent */
         pv.pass = 0;
-        if ((st = vk_batch_dispatch(&batch, kern.prep_v, spec_d, 0, bv, 4, &pv, sizeof pv, gx, gy, 1))) return st;
+        if ((st = vk_batch_dispatch(batch, kern.prep_v, spec_d, 0, bv, 5, &pv, sizeof pv, gx, gy, 1))) return st;
         pv.pass = 1;
     }
-    if ((st = vk_batch_dispatch(&batch, kern.prep_v, spec_d, 0, bv, 4, &pv, sizeof pv, gx, gy, 1))) return st;
+    if ((st = vk_batch_dispatch(batch, kern.prep_v, spec_d, 0, bv, 5, &pv, sizeof pv, gx, gy, 1))) return st;
     const int32_t mode = (int32_t)(qpq | pnq << 1 | kind << 2);
-    if (!scalar) {
+    const uint32_t bias_sb = call->bias.b == 1 ? 0u : (uint32_t)((uint64_t)call->bias.h * plane);
+    const uint32_t bias_sh = call->bias.h == 1 ? 0u : (uint32_t)plane;
+    const uint32_t mask_sb = call->mask.b == 1 ? 0u : (uint32_t)((uint64_t)call->mask.h * plane);
+    const uint32_t mask_sh = call->mask.h == 1 ? 0u : (uint32_t)plane;
+    const vk_plan *plan = &L->plan;
+    if (plan->id != VK_V_SCALAR) {
         struct {
             uint32_t h, hkv, nq, nk, nq_pad, nk_pad, o_offset, causal, quant_p, pnq, kind, t;
             float scale;
+            uint32_t lse_offset, bias_offset, bias_sb, bias_sh, mask_offset, mask_sb, mask_sh;
         } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nq_pad, (uint32_t)nk_pad, ooff,
-                desc->causal != 0, qpq, pnq, kind, t, desc->scale};
-        int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc, (int32_t)plan.subgroups, (int32_t)plan.local_size};
-        if (plan.id == VK_V_INTDOT) {
+                (uint32_t)desc->causal, qpq, pnq, kind, t, desc->scale, loff, bias_off, bias_sb, bias_sh, mask_off,
+                mask_sb, mask_sh};
+        int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc, (int32_t)plan->subgroups, (int32_t)plan->local_size};
+        if (plan->id == VK_V_INTDOT) {
             spec[4] = mode;
-            spec[5] = (int32_t)plan.rows_per_group;
-            for (int i = 0; i < 4; i++) spec[6 + i] = (int32_t)plan.tune[i];
+            spec[5] = (int32_t)plan->rows_per_group;
+            for (int i = 0; i < 4; i++) spec[6 + i] = (int32_t)plan->tune[i];
         } else { /* attn_coopmat_khr*.comp */
-            const int32_t rest[9] = {mode, (int32_t)plan.s_shape.m, (int32_t)plan.s_shape.n, (int32_t)plan.s_shape.k,
-                                     (int32_t)plan.pv_shape.n, (int32_t)plan.pv_shape.k, (int32_t)plan.s_map,
-                                     (int32_t)plan.o_map, (int32_t)plan.a_map};
+            const int32_t rest[9] = {mode, (int32_t)plan->s_shape.m, (int32_t)plan->s_shape.n, (int32_t)plan->s_shape.k,
+                                     (int32_t)plan->pv_shape.n, (int32_t)plan->pv_shape.k, (int32_t)plan->s_map,
+                                     (int32_t)plan->o_map, (int32_t)plan->a_map};
             memcpy(spec + 4, rest, sizeof rest);
         }
-        vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
-        st = vk_batch_dispatch(&batch, kern.attn, spec, plan.subgroup_size, ba, 8, &pa, sizeof pa,
-                               (uint32_t)(nq_pad / plan.rows_per_group), (uint32_t)h, (uint32_t)b);
+        spec[13] = (int32_t)extras;
+        const vk_buffer *ba[11] = {&w[W_QP], &w[W_KP], &w[W_VP], &w[W_QS], &w[W_KS], &w[W_VS], ob, lb, bias, mask, keylen};
+        st = vk_batch_dispatch(batch, kern.attn, spec, plan->subgroup_size, ba, 11, &pa, sizeof pa,
+                               (uint32_t)(nq_pad / plan->rows_per_group), (uint32_t)h, (uint32_t)b);
     } else {
         struct {
             uint32_t h, hkv, nq, nk, nk_pad, o_offset, causal, quant_p, pnq, kind, t, rows;
             float scale;
-        } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nk_pad, ooff, desc->causal != 0,
-                qpq, pnq, kind, t, (uint32_t)(b * h * nq), desc->scale};
-        const int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc};
-        vk_buffer *ba[5] = {qp, kp, vp, ob, lb};
+            uint32_t lse_offset, bias_offset, bias_sb, bias_sh, mask_offset, mask_sb, mask_sh;
+        } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nk_pad, ooff, (uint32_t)desc->causal,
+                qpq, pnq, kind, t, (uint32_t)(b * h * nq), desc->scale, loff, bias_off, bias_sb, bias_sh, mask_off,
+                mask_sb, mask_sh};
+        int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc};
+        spec[13] = (int32_t)extras;
+        const vk_buffer *ba[11] = {&w[W_QP], &w[W_KP], &w[W_VP], ob, lb, &w[W_QP], &w[W_QP], &w[W_QP], bias, mask, keylen};
         vk_grid_1d(b * h * nq, 1, &gx, &gy); /* one workgroup per query row */
-        st = vk_batch_dispatch(&batch, VK_K_ATTN_SCALAR, spec, 0, ba, 5, &pa, sizeof pa, gx, gy, 1);
+        st = vk_batch_dispatch(batch, VK_K_ATTN_SCALAR, spec, 0, ba, 11, &pa, sizeof pa, gx, gy, 1);
     }
-    double seconds = -1.0;
-    if (st || (st = vk_batch_submit(&batch, &seconds))) return st;
-    info->kernel_seconds = seconds >= 0.0 ? seconds : now_seconds() - t0;
-    if (!call->o.buffer && (st = vk_buffer_read(dev, ob, 0, call->o.host, b * h * nq * d * 4))) return st;
-    if (call->lse) st = vk_buffer_read(dev, lb, 0, call->lse, b * h * nq * 4);
+    if (st || !cb->o || call->o_dtype == MXA_F32) return st;
+    /* a 16-bit output: rounded once from the fp32 result */
+    if (cb->o_off % 4 || (cb->o->base % dev->storage_align) % 4)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "vulkan attention: a 16-bit output needs a 4-byte aligned offset");
+    const uint64_t pairs = b * h * nq * d / 2;
+    struct {
+        uint32_t pairs, y_offset;
+    } pc = {(uint32_t)pairs, vk_elem_offset(dev, cb->o, cb->o_off)};
+    const int32_t spec_c[VK_SPEC_COUNT] = {call->o_dtype == MXA_BF16};
+    const vk_buffer *bc[2] = {&w[W_O32], cb->o};
+    vk_grid_1d(pairs, 64, &gx, &gy);
+    return vk_batch_dispatch(batch, VK_K_CONVERT_OUT, spec_c, 0, bc, 2, &pc, sizeof pc, gx, gy, 1);
+}
+
+mxa_status vk_attention_workspace(const vk_device *dev, const mxa_attention_call *call, size_t *bytes)
+{
+    call_layout L;
+    mxa_status st = layout_call(dev, call, &L);
+    if (!st) *bytes = (size_t)L.total;
     return st;
+}
+
+/* An input as a device buffer: the caller's own, or host data uploaded to a scratch slot. */
+static mxa_status upload(vk_device *dev, const void *host, void *buffer, size_t offset, size_t bytes, int slot,
+                         const vk_buffer **buf, size_t *off)
+{
+    *off = offset;
+    if (buffer || !host) {
+        *buf = (const vk_buffer *)buffer;
+        return MXA_OK;
+    }
+    vk_buffer *s;
+    mxa_status st = vk_scratch(dev, slot, bytes, &s);
+    *buf = s;
+    *off = 0;
+    return st ? st : vk_buffer_write(dev, s, 0, host, bytes);
+}
+
+static size_t array_bytes(const mxa_array *a) { return (size_t)(a->b * a->h * a->n * a->d) * 4; }
+static size_t side_bytes(const mxa_side_array *a, size_t esize) { return (size_t)(a->b * a->h * a->nq * a->nk) * esize; }
+
+mxa_status vk_attention_submit(vk_device *dev, const mxa_attention_call *call, mxa_pending *pending)
+{
+    vk_complete_inflight(dev);
+    call_layout L;
+    call_buffers cb = {0};
+    mxa_status st = layout_call(dev, call, &L);
+    if (st) return st;
+    snprintf(pending->info.variant, sizeof pending->info.variant, "%s", L.plan.variant);
+    if ((st = upload(dev, call->q.host, call->q.buffer, call->q.offset, array_bytes(&call->q), S_QIN, &cb.in[IN_Q], &cb.in_off[IN_Q])) ||
+        (st = upload(dev, call->k.host, call->k.buffer, call->k.offset, array_bytes(&call->k), S_KIN, &cb.in[IN_K], &cb.in_off[IN_K])) ||
+        (st = upload(dev, call->v.host, call->v.buffer, call->v.offset, array_bytes(&call->v), S_VIN, &cb.in[IN_V], &cb.in_off[IN_V])) ||
+        (st = upload(dev, call->bias.host, call->bias.buffer, call->bias.offset, side_bytes(&call->bias, 4), S_BIAS,
+                     &cb.in[IN_BIAS], &cb.in_off[IN_BIAS])) ||
+        (st = upload(dev, call->mask.host, call->mask.buffer, call->mask.offset, round_up(side_bytes(&call->mask, 1), 4),
+                     S_MASK, &cb.in[IN_MASK], &cb.in_off[IN_MASK])))
+        return st;
+    cb.o = (const vk_buffer *)call->o.buffer;
+    cb.o_off = call->o.offset;
+    cb.lse = (const vk_buffer *)call->lse_buffer;
+    cb.lse_off = call->lse_offset;
+    vk_buffer *ws;
+    if ((st = vk_scratch(dev, S_WS, L.total, &ws))) return st;
+    vk_batch batch;
+    const double t0 = now_seconds();
+    if ((st = vk_batch_begin(dev, 1, &batch)) || (st = record(&batch, call, &L, ws, &cb)) ||
+        (st = vk_batch_submit_nowait(&batch)))
+        return st;
+    struct vk_inflight *f = &dev->inflight;
+    memset(f, 0, sizeof *f);
+    f->pending = pending;
+    f->timed = batch.timed;
+    f->t0 = t0;
+    if (call->o.host) {
+        f->o_host = call->o.host;
+        f->o_src = vk_buffer_view(ws, L.off[W_O32], L.size[W_O32]);
+        f->o_bytes = L.size[W_O32];
+    }
+    if (call->lse) {
+        f->lse_host = call->lse;
+        f->lse_src = vk_buffer_view(ws, L.off[W_LSE], L.size[W_LSE]);
+        f->lse_bytes = L.size[W_LSE];
+    }
+    return MXA_OK;
+}
+
+void vk_complete_inflight(vk_device *dev)
+{
+    struct vk_inflight f = dev->inflight;
+    if (!f.pending) return;
+    memset(&dev->inflight, 0, sizeof dev->inflight); /* the reads below must not wait for it again */
+    double seconds = -1.0;
+    mxa_status st = vk_batch_finish(dev, f.timed, &seconds);
+    if (!st && f.o_host) st = vk_buffer_read(dev, &f.o_src, 0, f.o_host, f.o_bytes);
+    if (!st && f.lse_host) st = vk_buffer_read(dev, &f.lse_src, 0, f.lse_host, f.lse_bytes);
+    f.pending->info.kernel_seconds = seconds >= 0.0 ? seconds : now_seconds() - f.t0;
+    f.pending->status = st;
+    if (st) snprintf(f.pending->message, sizeof f.pending->message, "%s", mxa_last_error_message());
+    f.pending->done = 1;
+}
+
+mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_attention_info *info)
+{
+    mxa_pending pending;
+    memset(&pending, 0, sizeof pending);
+    mxa_status st = vk_attention_submit(dev, call, &pending);
+    if (st) return st;
+    vk_complete_inflight(dev);
+    if (pending.status) return mxa_fail(pending.status, "%s", pending.message);
+    snprintf(info->variant, sizeof info->variant, "%s", pending.info.variant);
+    info->kernel_seconds = pending.info.kernel_seconds;
+    return MXA_OK;
+}
+
+mxa_status vk_attention_record(vk_device *dev, VkCommandBuffer cmd, const mxa_attention_call *call, const vk_buffer *ws,
+                               size_t ws_bytes)
+{
+    call_layout L;
+    mxa_status st = layout_call(dev, call, &L);
+    if (st) return st;
+    if (!ws || ws_bytes < L.total)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT,
+                        "vulkan record: the workspace has %zu bytes, this call needs %llu (mxa_vulkan_workspace_size; "
+                        "pass a larger one or call mxa_vulkan_workspace_reserve)",
+                        ws ? ws_bytes : (size_t)0, (unsigned long long)L.total);
+    call_buffers cb = {.in = {(const vk_buffer *)call->q.buffer, (const vk_buffer *)call->k.buffer,
+                              (const vk_buffer *)call->v.buffer, (const vk_buffer *)call->bias.buffer,
+                              (const vk_buffer *)call->mask.buffer},
+                       .in_off = {call->q.offset, call->k.offset, call->v.offset, call->bias.offset, call->mask.offset},
+                       .o = (const vk_buffer *)call->o.buffer,
+                       .o_off = call->o.offset,
+                       .lse = (const vk_buffer *)call->lse_buffer,
+                       .lse_off = call->lse_offset};
+    vk_batch batch;
+    if ((st = vk_batch_borrow(dev, cmd, &batch))) return st;
+    return record(&batch, call, &L, ws, &cb);
 }

@@ -116,8 +116,21 @@ static mxa_status vkb_attention(void *impl, const mxa_attention_call *call, mxa_
     return vk_attention((vk_device *)impl, call, info);
 }
 
+static mxa_status vkb_attention_submit(void *impl, const mxa_attention_call *call, mxa_pending *pending)
+{
+    return vk_attention_submit((vk_device *)impl, call, pending);
+}
+
+static void vkb_attention_wait(void *impl, mxa_pending *pending)
+{
+    vk_device *dev = impl;
+    if (dev->inflight.pending == pending) vk_complete_inflight(dev);
+}
+
 const mxa_backend_ops mxa_vulkan_backend = {
     .name = "vulkan",
+    .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
+              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_K_ROTATED,
     .probe = vkb_probe,
     .release = vkb_release,
     .open = vkb_open,
@@ -128,4 +141,6 @@ const mxa_backend_ops mxa_vulkan_backend = {
     .buffer_download = vkb_download,
     .quantize = vkb_quantize,
     .attention = vkb_attention,
+    .attention_submit = vkb_attention_submit,
+    .attention_wait = vkb_attention_wait,
 };

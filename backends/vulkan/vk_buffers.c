@@ -17,10 +17,15 @@ static uint32_t memory_type(const vk_device *dev, uint32_t bits, VkMemoryPropert
     return UINT32_MAX;
 }
 
-mxa_status vk_buffer_alloc(vk_device *dev, VkDeviceSize size, int host_visible, vk_buffer *out)
+static mxa_status alloc_buffer(vk_device *dev, VkDeviceSize size, int host_visible, int exportable, vk_buffer *out)
 {
     memset(out, 0, sizeof *out);
+    VkExternalMemoryBufferCreateInfo ext_buf = {.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+                                                .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT};
+    VkExportMemoryAllocateInfo ext_mem = {.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
+                                          .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT};
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                              .pNext = exportable ? &ext_buf : NULL,
                               .size = size,
                               .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                                        VK_BUFFER_USAGE_TRANSFER_DST_BIT,
@@ -35,6 +40,7 @@ mxa_status vk_buffer_alloc(vk_device *dev, VkDeviceSize size, int host_visible, 
                                  : memory_type(dev, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
     if (type == UINT32_MAX) type = memory_type(dev, req.memoryTypeBits, 0);
     VkMemoryAllocateInfo mai = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                .pNext = exportable ? &ext_mem : NULL,
                                 .allocationSize = req.size,
                                 .memoryTypeIndex = type};
     r = vkAllocateMemory(dev->device, &mai, NULL, &out->memory);
@@ -51,14 +57,45 @@ mxa_status vk_buffer_alloc(vk_device *dev, VkDeviceSize size, int host_visible, 
         vkMapMemory(dev->device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped) != VK_SUCCESS)
         out->mapped = NULL;
     out->size = size;
+    out->exportable = exportable;
+    if (exportable) out->base = 0, out->alloc_size = req.size;
     return MXA_OK;
+}
+
+mxa_status vk_buffer_alloc(vk_device *dev, VkDeviceSize size, int host_visible, vk_buffer *out)
+{
+    return alloc_buffer(dev, size, host_visible, 0, out);
+}
+
+mxa_status vk_buffer_alloc_exportable(vk_device *dev, VkDeviceSize size, vk_buffer *out)
+{
+    if (!dev->external_fd)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan: exportable memory needs VK_KHR_external_memory_fd%s",
+                        dev->adopted ? " enabled on the device" : ", which this driver does not have");
+    return alloc_buffer(dev, size, 0, 1, out);
 }
 
 void vk_buffer_free(vk_device *dev, vk_buffer *buf)
 {
+    if (buf->borrowed) {
+        memset(buf, 0, sizeof *buf);
+        return;
+    }
     if (buf->buffer) vkDestroyBuffer(dev->device, buf->buffer, NULL);
     if (buf->memory) vkFreeMemory(dev->device, buf->memory, NULL); /* unmaps implicitly */
     memset(buf, 0, sizeof *buf);
+}
+
+vk_buffer vk_buffer_view(const vk_buffer *buf, VkDeviceSize offset, VkDeviceSize size)
+{
+    vk_buffer v = {.buffer = buf->buffer, .base = buf->base + offset, .size = size, .borrowed = 1};
+    if (buf->mapped) v.mapped = (char *)buf->mapped + offset;
+    return v;
+}
+
+uint32_t vk_elem_offset(const vk_device *dev, const vk_buffer *buf, size_t offset)
+{
+    return (uint32_t)((buf->base % dev->storage_align + offset) / 4);
 }
 
 /* A scratch buffer of at least `size` bytes in slot `slot`, kept between calls. */
@@ -67,6 +104,7 @@ mxa_status vk_scratch(vk_device *dev, int slot, VkDeviceSize size, vk_buffer **o
     vk_buffer *b = &dev->scratch[slot];
     if (size < 16) size = 16;
     if (b->size < size) {
+        vk_complete_inflight(dev); /* it may still use the buffer freed here */
         vk_buffer_free(dev, b);
         mxa_status st = vk_buffer_alloc(dev, size, 0, b);
         if (st) return st;
@@ -91,6 +129,7 @@ static mxa_status staging(vk_device *dev, VkDeviceSize size)
 static mxa_status copy_now(vk_device *dev, VkBuffer src, VkDeviceSize src_off, VkBuffer dst, VkDeviceSize dst_off,
                            VkDeviceSize size)
 {
+    vk_complete_inflight(dev); /* the command buffer is the one an asynchronous call may hold */
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     VkResult r = vkResetCommandBuffer(dev->cmd, 0);
@@ -110,6 +149,7 @@ static mxa_status copy_now(vk_device *dev, VkBuffer src, VkDeviceSize src_off, V
 
 mxa_status vk_buffer_write(vk_device *dev, vk_buffer *buf, VkDeviceSize offset, const void *src, size_t bytes)
 {
+    vk_complete_inflight(dev); /* it may still read this buffer */
     if (buf->mapped) {
         memcpy((char *)buf->mapped + offset, src, bytes);
         return MXA_OK;
@@ -119,13 +159,14 @@ mxa_status vk_buffer_write(vk_device *dev, vk_buffer *buf, VkDeviceSize offset, 
     for (size_t done = 0; !st && done < bytes; done += chunk) {
         size_t n = bytes - done < chunk ? bytes - done : chunk;
         memcpy(dev->staging.mapped, (const char *)src + done, n);
-        st = copy_now(dev, dev->staging.buffer, 0, buf->buffer, offset + done, n);
+        st = copy_now(dev, dev->staging.buffer, 0, buf->buffer, buf->base + offset + done, n);
     }
     return st;
 }
 
 mxa_status vk_buffer_read(vk_device *dev, const vk_buffer *buf, VkDeviceSize offset, void *dst, size_t bytes)
 {
+    vk_complete_inflight(dev); /* it may still write this buffer */
     if (buf->mapped) {
         memcpy(dst, (const char *)buf->mapped + offset, bytes);
         return MXA_OK;
@@ -134,7 +175,7 @@ mxa_status vk_buffer_read(vk_device *dev, const vk_buffer *buf, VkDeviceSize off
     mxa_status st = staging(dev, chunk);
     for (size_t done = 0; !st && done < bytes; done += chunk) {
         size_t n = bytes - done < chunk ? bytes - done : chunk;
-        st = copy_now(dev, buf->buffer, offset + done, dev->staging.buffer, 0, n);
+        st = copy_now(dev, buf->buffer, buf->base + offset + done, dev->staging.buffer, 0, n);
         if (!st) memcpy((char *)dst + done, dev->staging.mapped, n);
     }
     return st;

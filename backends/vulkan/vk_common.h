@@ -56,15 +56,24 @@ typedef struct vk_probe_data {
     uint32_t timestamp_bits;      /* of the compute queue family; 0 = no timing */
     float timestamp_period;       /* ns per tick */
     uint32_t queue_family;
+    int has_push_descriptor;      /* VK_KHR_push_descriptor (recording into an application's command buffer) */
+    int has_external_fd;          /* VK_KHR_external_memory_fd (exportable buffers) */
+    uint64_t storage_align;       /* minStorageBufferOffsetAlignment */
     vk_caps caps;                 /* ids, features (flags: MXA_VK_F_*), limits: what kernel selection reads (vk_select.h) */
 } vk_probe_data;
 
-/* A device buffer (what mxa_buffer handles point to). */
+/* A device buffer (what mxa_buffer handles point to): mxa's own (memory set), or a range
+ * of someone else's VkBuffer (borrowed: the caller's, or a view into a workspace) that mxa
+ * never frees. Offsets given to the functions below are relative to `base`. */
 typedef struct vk_buffer {
     VkBuffer buffer;
     VkDeviceMemory memory;
+    VkDeviceSize base; /* where this buffer starts inside `buffer` */
     VkDeviceSize size;
-    void *mapped; /* persistent mapping when the memory is host-visible (lavapipe, staging) */
+    void *mapped;      /* persistent mapping of byte `base` when host-visible (lavapipe, staging) */
+    int borrowed;
+    int exportable;    /* memory allocated for export as an opaque fd */
+    VkDeviceSize alloc_size; /* of the exportable memory (what an importer needs) */
 } vk_buffer;
 
 /* Kernel families; each pipeline is created per (kind, specialization). */
@@ -84,11 +93,12 @@ typedef enum vk_kernel {
     VK_K_ATTN_INTDOT,
     VK_K_PREP_V_I8,
     VK_K_PEAK_INTDOT,
+    VK_K_CONVERT_OUT,
     VK_K_COUNT
 } vk_kernel;
 
-#define VK_MAX_BINDINGS 8
-#define VK_SPEC_COUNT 13 /* specialization constants 0..12 of every pipeline */
+#define VK_MAX_BINDINGS 11 /* attention: 0..7 its arrays, 8 bias, 9 mask, 10 key lengths */
+#define VK_SPEC_COUNT 14 /* specialization constants 0..13 of every pipeline (13: EXTRAS) */
 #define VK_MAX_TIMESTAMPS 16 /* start, one after each dispatch (debug log), end */
 
 typedef struct vk_pipeline {
@@ -100,6 +110,12 @@ typedef struct vk_pipeline {
 
 typedef struct vk_device {
     const vk_probe_data *probe;
+    int adopted;            /* instance, device and queue are the application's (mxa_vulkan_device_create) */
+    int push_descriptors;   /* VK_KHR_push_descriptor: descriptors live in the command buffer */
+    int external_fd;        /* VK_KHR_external_memory_fd enabled: exportable buffers */
+    VkDeviceSize storage_align; /* minStorageBufferOffsetAlignment */
+    PFN_vkCmdPushDescriptorSetKHR push_descriptor_set;
+    PFN_vkGetMemoryFdKHR get_memory_fd;
     VkInstance instance;
     VkPhysicalDevice physical;
     VkDevice device;
@@ -109,6 +125,7 @@ typedef struct vk_device {
     VkFence fence;
     VkQueryPool timestamps; /* VK_NULL_HANDLE when the queue has no timestamps */
     VkPipelineCache cache;
+    int cache_lent;         /* the application's VkPipelineCache: not saved or destroyed by mxa */
     char cache_key[256];
     int cache_dirty;
     VkDescriptorSetLayout set_layout;
@@ -123,6 +140,19 @@ typedef struct vk_device {
     /* scratch kept between calls (grown on demand) */
     vk_buffer scratch[16];
     vk_buffer staging;
+    int batch_stamps; /* of the last submitted batch */
+    vk_kernel batch_kernels[VK_MAX_TIMESTAMPS];
+    vk_buffer record_workspace; /* mxa_vulkan_workspace_reserve: for recorded calls without one */
+    /* an asynchronous call in flight on dev->cmd (mxa_attention_async), completed before
+     * anything else uses the command buffer or the scratch */
+    struct vk_inflight {
+        mxa_pending *pending;
+        int timed;
+        double t0;
+        float *o_host, *lse_host; /* host outputs, read from the workspace on completion */
+        vk_buffer o_src, lse_src;
+        size_t o_bytes, lse_bytes;
+    } inflight;
 } vk_device;
 
 /* ---- vk_loader.c ---- */
@@ -141,21 +171,35 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
 
 /* ---- vk_device.c ---- */
 mxa_status vk_device_open(const vk_probe_data *probe, vk_device **out);
+/* The rest of opening once dev->probe, physical, device, queue and the extension flags are
+ * set (lent_cache: the application's pipeline cache, or VK_NULL_HANDLE). */
+mxa_status vk_device_setup(vk_device *dev, VkPipelineCache lent_cache);
 /* The key of this device's cache entries: vendor, device, driver, pipeline-cache UUID, shaders. */
 void vk_cache_key(const vk_probe_data *probe, char *key, size_t size);
 void vk_device_close(vk_device *dev);
+/* Completes the asynchronous call in flight, if any (waits for it, reads its host outputs). */
+void vk_complete_inflight(vk_device *dev);
 
 /* ---- vk_buffers.c ---- */
 mxa_status vk_buffer_alloc(vk_device *dev, VkDeviceSize size, int host_visible, vk_buffer *out);
+mxa_status vk_buffer_alloc_exportable(vk_device *dev, VkDeviceSize size, vk_buffer *out);
 void vk_buffer_free(vk_device *dev, vk_buffer *buf);
 mxa_status vk_buffer_write(vk_device *dev, vk_buffer *buf, VkDeviceSize offset, const void *src, size_t bytes);
 mxa_status vk_buffer_read(vk_device *dev, const vk_buffer *buf, VkDeviceSize offset, void *dst, size_t bytes);
 mxa_status vk_scratch(vk_device *dev, int slot, VkDeviceSize size, vk_buffer **out);
+/* A borrowed view of `size` bytes at `offset` of buf. */
+vk_buffer vk_buffer_view(const vk_buffer *buf, VkDeviceSize offset, VkDeviceSize size);
+/* The element (4-byte) offset a shader adds for byte `offset` of buf when buf is bound
+ * with vk_binding_offset (the part of buf->base below the descriptor alignment). */
+uint32_t vk_elem_offset(const vk_device *dev, const vk_buffer *buf, size_t offset);
 
 /* ---- vk_pipelines.c ---- */
-/* One recorded batch of dispatches, submitted and waited for at once. */
+/* One recorded batch of dispatches: into mxa's own command buffer, submitted and waited
+ * for at once (vk_batch_begin / vk_batch_submit), or into the application's
+ * (vk_batch_borrow: recorded only; it needs push descriptors). */
 typedef struct vk_batch {
     vk_device *dev;
+    VkCommandBuffer cmd;
     int timed;   /* timestamps written around the batch */
     int sets_used;
     int stamps;  /* timestamps written so far */
@@ -164,10 +208,16 @@ typedef struct vk_batch {
 int vk_kernel_available(vk_kernel kernel);
 uint64_t vk_shader_hash(void); /* of every embedded shader */
 mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch);
-mxa_status vk_batch_fill(vk_batch *batch, vk_buffer *buf, VkDeviceSize size);
+mxa_status vk_batch_borrow(vk_device *dev, VkCommandBuffer cmd, vk_batch *batch);
+mxa_status vk_batch_fill(vk_batch *batch, const vk_buffer *buf, VkDeviceSize size);
+/* Writes `bytes` (at most 65536, a multiple of 4) of host data into buf when the batch runs. */
+mxa_status vk_batch_update(vk_batch *batch, const vk_buffer *buf, const void *data, VkDeviceSize bytes);
+/* Submits without waiting (signals dev->fence); vk_batch_finish waits. */
+mxa_status vk_batch_submit_nowait(vk_batch *batch);
+mxa_status vk_batch_finish(vk_device *dev, int timed, double *seconds);
 /* subgroup_size: the width the kernel requires (in full subgroups), 0 = the driver's choice */
 mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t subgroup_size,
-                             vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,
+                             const vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,
                              uint32_t gx, uint32_t gy, uint32_t gz);
 mxa_status vk_batch_submit(vk_batch *batch, double *seconds);
 void vk_pipelines_destroy(vk_device *dev);
@@ -187,6 +237,15 @@ int vk_khr_fragment_map_decode(const float *values, int n, vk_caps *caps);
 /* ---- vk_quantize.c / vk_attention.c ---- */
 mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);
 mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_attention_info *info);
+/* Submits attention without waiting: vk_complete_inflight (called by every later use of
+ * the device) fills `pending`. */
+mxa_status vk_attention_submit(vk_device *dev, const mxa_attention_call *call, mxa_pending *pending);
+/* Bytes of workspace a call needs. */
+mxa_status vk_attention_workspace(const vk_device *dev, const mxa_attention_call *call, size_t *bytes);
+/* Records attention into the application's command buffer: every array a device buffer,
+ * `ws` at least vk_attention_workspace bytes. */
+mxa_status vk_attention_record(vk_device *dev, VkCommandBuffer cmd, const mxa_attention_call *call, const vk_buffer *ws,
+                               size_t ws_bytes);
 /* Which kernels this build has (the *_built fields of vk_select_opts). */
 void vk_select_opts_built(vk_select_opts *o);
 /* The switches of the environment and the kernels this build has, for vk_select. */

@@ -151,7 +151,8 @@ int vk_khr_fragment_map(vk_probe_data *probe)
             mxa_status st = dev ? MXA_OK : vk_device_open(probe, &dev);
             if (!st) st = vk_scratch(dev, 0, sizeof values, &out);
             if (!st) st = vk_batch_begin(dev, 0, &batch);
-            if (!st) st = vk_batch_dispatch(&batch, VK_K_COOPMAT_LAYOUT_KHR, spec, sg, &out, 1, NULL, 0, 1, 1, 1);
+            const vk_buffer *binds[1] = {out};
+            if (!st) st = vk_batch_dispatch(&batch, VK_K_COOPMAT_LAYOUT_KHR, spec, sg, binds, 1, NULL, 0, 1, 1, 1);
             if (!st) st = vk_batch_submit(&batch, NULL);
             if (!st) st = vk_buffer_read(dev, out, 0, values, sizeof values);
             if (st) {

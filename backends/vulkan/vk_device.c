@@ -47,7 +47,7 @@ static mxa_status create_logical(vk_device *dev)
     const vk_probe_data *p = dev->probe;
     const int v12 = p->caps.api_version >= VK_API_VERSION_1_2;
     const int v13 = p->caps.api_version >= VK_API_VERSION_1_3;
-    const char *exts[8];
+    const char *exts[10];
     uint32_t next = 0;
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     VkPhysicalDevice16BitStorageFeatures s16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
@@ -90,6 +90,8 @@ static mxa_status create_logical(vk_device *dev)
         tail = &sgc.pNext;
         if (!v13) exts[next++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
     }
+    if (p->has_push_descriptor) exts[next++] = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;
+    if (p->has_external_fd) exts[next++] = VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
     if ((p->caps.flags & MXA_VK_F_PIPELINE_STATS) && mxa_log_enabled(MXA_LOG_DEBUG) && vkGetPipelineExecutableStatisticsKHR) {
         /* only when someone reads them, and only if the loader has the entry point */
         pex.pipelineExecutableInfo = VK_TRUE;
@@ -160,9 +162,11 @@ static mxa_status create_layouts(vk_device *dev)
     VkDescriptorSetLayoutBinding b[VK_MAX_BINDINGS];
     for (uint32_t i = 0; i < VK_MAX_BINDINGS; i++)
         b[i] = (VkDescriptorSetLayoutBinding){i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, NULL};
-    VkDescriptorSetLayoutCreateInfo lci = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-                                           .bindingCount = VK_MAX_BINDINGS,
-                                           .pBindings = b};
+    VkDescriptorSetLayoutCreateInfo lci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .flags = dev->push_descriptors ? VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR : 0,
+        .bindingCount = VK_MAX_BINDINGS,
+        .pBindings = b};
     mxa_status st = vk_check(vkCreateDescriptorSetLayout(dev->device, &lci, NULL, &dev->set_layout),
                              "vkCreateDescriptorSetLayout");
     if (st) return st;
@@ -174,6 +178,7 @@ static mxa_status create_layouts(vk_device *dev)
                                       .pPushConstantRanges = &range};
     if ((st = vk_check(vkCreatePipelineLayout(dev->device, &pci, NULL, &dev->layout), "vkCreatePipelineLayout")))
         return st;
+    if (dev->push_descriptors) return MXA_OK; /* no sets to allocate */
     VkDescriptorPoolSize ps = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, VK_SETS_PER_BATCH * VK_MAX_BINDINGS};
     VkDescriptorPoolCreateInfo dpi = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
                                       .maxSets = VK_SETS_PER_BATCH,
@@ -220,6 +225,37 @@ static void pick_memory_types(vk_device *dev)
     }
 }
 
+/* What an open device (mxa's or the application's) needs of its own: entry points of the
+ * extensions it enabled, a command buffer and fence, descriptor and pipeline layouts, the
+ * pipeline cache (the application's if it lent one), memory types. */
+mxa_status vk_device_setup(vk_device *dev, VkPipelineCache lent_cache)
+{
+    mxa_status st;
+    dev->storage_align = dev->probe->storage_align ? dev->probe->storage_align : 4;
+    if (dev->push_descriptors) {
+        PFN_vkVoidFunction f = vkGetDeviceProcAddr(dev->device, "vkCmdPushDescriptorSetKHR");
+        memcpy(&dev->push_descriptor_set, &f, sizeof f);
+        if (!dev->push_descriptor_set) dev->push_descriptors = 0; /* the pool path then */
+    }
+    if (dev->external_fd) {
+        PFN_vkVoidFunction f = vkGetDeviceProcAddr(dev->device, "vkGetMemoryFdKHR");
+        memcpy(&dev->get_memory_fd, &f, sizeof f);
+        if (!dev->get_memory_fd) dev->external_fd = 0;
+    }
+    if ((st = create_commands(dev)) || (st = create_layouts(dev))) return st;
+    if (lent_cache) {
+        dev->cache = lent_cache;
+        dev->cache_lent = 1;
+    } else if ((st = create_cache(dev))) {
+        return st;
+    }
+    pick_memory_types(dev);
+    if (dev->memory_host_visible == UINT32_MAX)
+        return mxa_fail(MXA_ERR_BACKEND, "vulkan: the device has no host-visible coherent memory");
+    if (dev->memory_device_local == UINT32_MAX) dev->memory_device_local = dev->memory_host_visible;
+    return MXA_OK;
+}
+
 mxa_status vk_device_open(const vk_probe_data *probe, vk_device **out)
 {
     char reason[MXA_REASON_LEN];
@@ -232,15 +268,9 @@ mxa_status vk_device_open(const vk_probe_data *probe, vk_device **out)
         st = mxa_fail(st, "vulkan: %s", reason);
         goto out;
     }
-    if ((st = find_physical(dev)) || (st = create_logical(dev)) || (st = create_commands(dev)) ||
-        (st = create_layouts(dev)) || (st = create_cache(dev)))
-        goto out;
-    pick_memory_types(dev);
-    if (dev->memory_host_visible == UINT32_MAX) {
-        st = mxa_fail(MXA_ERR_BACKEND, "vulkan: the device has no host-visible coherent memory");
-        goto out;
-    }
-    if (dev->memory_device_local == UINT32_MAX) dev->memory_device_local = dev->memory_host_visible;
+    dev->push_descriptors = probe->has_push_descriptor;
+    dev->external_fd = probe->has_external_fd;
+    if ((st = find_physical(dev)) || (st = create_logical(dev)) || (st = vk_device_setup(dev, VK_NULL_HANDLE))) goto out;
     *out = dev;
 out:
     if (st) vk_device_close(dev);
@@ -251,20 +281,22 @@ void vk_device_close(vk_device *dev)
 {
     if (!dev) return;
     if (dev->device) {
-        vkDeviceWaitIdle(dev->device);
-        save_cache(dev);
+        vk_complete_inflight(dev);
+        if (!dev->adopted) vkDeviceWaitIdle(dev->device); /* never on the application's device */
+        if (!dev->cache_lent) save_cache(dev);
         for (int i = 0; i < 16; i++) vk_buffer_free(dev, &dev->scratch[i]);
         vk_buffer_free(dev, &dev->staging);
+        vk_buffer_free(dev, &dev->record_workspace);
         vk_pipelines_destroy(dev);
-        if (dev->cache) vkDestroyPipelineCache(dev->device, dev->cache, NULL);
+        if (dev->cache && !dev->cache_lent) vkDestroyPipelineCache(dev->device, dev->cache, NULL);
         if (dev->desc_pool) vkDestroyDescriptorPool(dev->device, dev->desc_pool, NULL);
         if (dev->layout) vkDestroyPipelineLayout(dev->device, dev->layout, NULL);
         if (dev->set_layout) vkDestroyDescriptorSetLayout(dev->device, dev->set_layout, NULL);
         if (dev->timestamps) vkDestroyQueryPool(dev->device, dev->timestamps, NULL);
         if (dev->fence) vkDestroyFence(dev->device, dev->fence, NULL);
         if (dev->pool) vkDestroyCommandPool(dev->device, dev->pool, NULL);
-        vkDestroyDevice(dev->device, NULL);
+        if (!dev->adopted) vkDestroyDevice(dev->device, NULL);
     }
-    if (dev->instance) vkDestroyInstance(dev->instance, NULL);
+    if (dev->instance && !dev->adopted) vkDestroyInstance(dev->instance, NULL);
     free(dev);
 }

@@ -29,6 +29,7 @@ static const spirv_blob blobs[VK_K_COUNT] = {
     [VK_K_PREP_V_F32] = BLOB(mxa_spv_prep_v_f32, "prep_v_f32"),
     [VK_K_PREP_V_F16] = BLOB(mxa_spv_prep_v_f16, "prep_v_f16"),
     [VK_K_ATTN_SCALAR] = BLOB(mxa_spv_attn_scalar, "attn_scalar"),
+    [VK_K_CONVERT_OUT] = BLOB(mxa_spv_convert_out, "convert_out"),
 #ifdef MXA_VK_HAVE_ATTN_COOPMAT_KHR
     [VK_K_ATTN_COOPMAT_KHR] = BLOB(mxa_spv_attn_coopmat_khr, "attn_coopmat_khr"),
 #endif
@@ -194,22 +195,24 @@ void vk_pipelines_destroy(vk_device *dev)
         }
 }
 
-static void barrier(vk_device *dev, VkPipelineStageFlags src_stage, VkAccessFlags src)
+static void barrier(VkCommandBuffer cmd, VkPipelineStageFlags src_stage, VkAccessFlags src)
 {
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                           .srcAccessMask = src,
                           .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
-    vkCmdPipelineBarrier(dev->cmd, src_stage, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
-                         1, &mb, 0, NULL, 0, NULL);
+    vkCmdPipelineBarrier(cmd, src_stage, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb,
+                         0, NULL, 0, NULL);
 }
 
 mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch)
 {
+    vk_complete_inflight(dev); /* its command buffer is this one */
     batch->dev = dev;
+    batch->cmd = dev->cmd;
     batch->timed = timed && dev->timestamps;
     batch->sets_used = 0;
-    VkResult r = vkResetDescriptorPool(dev->device, dev->desc_pool, 0);
+    VkResult r = dev->push_descriptors ? VK_SUCCESS : vkResetDescriptorPool(dev->device, dev->desc_pool, 0);
     if (r == VK_SUCCESS) r = vkResetCommandBuffer(dev->cmd, 0); /* also ends a batch abandoned on an error */
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
@@ -223,34 +226,69 @@ mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch)
     return MXA_OK;
 }
 
-mxa_status vk_batch_fill(vk_batch *batch, vk_buffer *buf, VkDeviceSize size)
+mxa_status vk_batch_borrow(vk_device *dev, VkCommandBuffer cmd, vk_batch *batch)
 {
-    vkCmdFillBuffer(batch->dev->cmd, buf->buffer, 0, (size + 3) & ~(VkDeviceSize)3, 0);
-    barrier(batch->dev, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    if (!dev->push_descriptors)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan: recording into an application's command buffer needs VK_KHR_push_descriptor%s",
+                        dev->adopted ? " enabled on the device" : ", which this driver does not have");
+    memset(batch, 0, sizeof *batch);
+    batch->dev = dev;
+    batch->cmd = cmd;
+    /* what mxa recorded before into this command buffer (or the caller's last reads) may
+     * still use the workspace: order its first writes after them */
+    barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
     return MXA_OK;
 }
 
+/* Fills the first `size` bytes of buf with zeros. */
+mxa_status vk_batch_fill(vk_batch *batch, const vk_buffer *buf, VkDeviceSize size)
+{
+    vkCmdFillBuffer(batch->cmd, buf->buffer, buf->base, (size + 3) & ~(VkDeviceSize)3, 0);
+    barrier(batch->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    return MXA_OK;
+}
+
+mxa_status vk_batch_update(vk_batch *batch, const vk_buffer *buf, const void *data, VkDeviceSize bytes)
+{
+    if (bytes > 65536 || bytes % 4)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan: %llu bytes of inline data (at most 65536, a multiple of 4)",
+                        (unsigned long long)bytes);
+    vkCmdUpdateBuffer(batch->cmd, buf->buffer, buf->base, bytes, data);
+    barrier(batch->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    return MXA_OK;
+}
+
+/* The descriptor of a buffer: from its base rounded down to the device's alignment (the
+ * shaders add vk_elem_offset), to its end. */
+static VkDescriptorBufferInfo binding_info(const vk_device *dev, const vk_buffer *b)
+{
+    const VkDeviceSize below = b->base % dev->storage_align;
+    return (VkDescriptorBufferInfo){b->buffer, b->base - below, b->borrowed ? b->size + below : VK_WHOLE_SIZE};
+}
+
 mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t subgroup_size,
-                             vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,
+                             const vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,
                              uint32_t gx, uint32_t gy, uint32_t gz)
 {
     vk_device *dev = batch->dev;
     VkPipeline pipe = VK_NULL_HANDLE;
     mxa_status st = get_pipeline(dev, kernel, spec, subgroup_size, &pipe);
     if (st) return st;
-    VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                      .descriptorPool = dev->desc_pool,
-                                      .descriptorSetCount = 1,
-                                      .pSetLayouts = &dev->set_layout};
-    VkDescriptorSet set;
-    VkResult r = vkAllocateDescriptorSets(dev->device, &ai, &set);
-    if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkAllocateDescriptorSets failed: %s", vk_result_name(r));
-    batch->sets_used++;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    if (!dev->push_descriptors) {
+        VkDescriptorSetAllocateInfo ai = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                          .descriptorPool = dev->desc_pool,
+                                          .descriptorSetCount = 1,
+                                          .pSetLayouts = &dev->set_layout};
+        VkResult r = vkAllocateDescriptorSets(dev->device, &ai, &set);
+        if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: vkAllocateDescriptorSets failed: %s", vk_result_name(r));
+        batch->sets_used++;
+    }
     VkDescriptorBufferInfo bi[VK_MAX_BINDINGS];
     VkWriteDescriptorSet w[VK_MAX_BINDINGS];
     for (int i = 0; i < VK_MAX_BINDINGS; i++) {
-        const vk_buffer *b = bindings[i < nbindings ? i : 0]; /* unused bindings repeat the first */
-        bi[i] = (VkDescriptorBufferInfo){b->buffer, 0, VK_WHOLE_SIZE};
+        bi[i] = binding_info(dev, bindings[i < nbindings ? i : 0]); /* unused bindings repeat the first */
         w[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
                                       .dstSet = set,
                                       .dstBinding = (uint32_t)i,
@@ -258,41 +296,64 @@ mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t sp
                                       .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                       .pBufferInfo = &bi[i]};
     }
-    vkUpdateDescriptorSets(dev->device, VK_MAX_BINDINGS, w, 0, NULL);
-    vkCmdBindPipeline(dev->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-    vkCmdBindDescriptorSets(dev->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dev->layout, 0, 1, &set, 0, NULL);
-    if (push_size) vkCmdPushConstants(dev->cmd, dev->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
-    vkCmdDispatch(dev->cmd, gx, gy, gz);
-    barrier(dev, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+    VkCommandBuffer cmd = batch->cmd;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    if (dev->push_descriptors) {
+        dev->push_descriptor_set(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dev->layout, 0, VK_MAX_BINDINGS, w);
+    } else {
+        vkUpdateDescriptorSets(dev->device, VK_MAX_BINDINGS, w, 0, NULL);
+        vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dev->layout, 0, 1, &set, 0, NULL);
+    }
+    if (push_size) vkCmdPushConstants(cmd, dev->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
+    vkCmdDispatch(cmd, gx, gy, gz);
+    barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
     if (batch->timed && batch->stamps < VK_MAX_TIMESTAMPS - 1) { /* per-dispatch times for the debug log */
         batch->kernels[batch->stamps] = kernel;
-        vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dev->timestamps, (uint32_t)batch->stamps++);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dev->timestamps, (uint32_t)batch->stamps++);
     }
     return MXA_OK;
 }
 
-mxa_status vk_batch_submit(vk_batch *batch, double *seconds)
+mxa_status vk_batch_submit_nowait(vk_batch *batch)
 {
     vk_device *dev = batch->dev;
     if (batch->timed) vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, dev->timestamps, (uint32_t)batch->stamps++);
+    dev->batch_stamps = batch->stamps;
+    memcpy(dev->batch_kernels, batch->kernels, sizeof dev->batch_kernels);
     VkResult r = vkEndCommandBuffer(dev->cmd);
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &dev->cmd};
     if (r == VK_SUCCESS) r = vkQueueSubmit(dev->queue, 1, &si, dev->fence);
-    if (r == VK_SUCCESS) r = vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, UINT64_MAX);
-    vkResetFences(dev->device, 1, &dev->fence);
     if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: kernel submission failed: %s", vk_result_name(r));
+    return MXA_OK;
+}
+
+mxa_status vk_batch_finish(vk_device *dev, int timed, double *seconds)
+{
+    VkResult r = vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, UINT64_MAX);
+    vkResetFences(dev->device, 1, &dev->fence);
+    if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: waiting for the kernels failed: %s", vk_result_name(r));
     if (seconds) *seconds = -1.0;
-    if (batch->timed && seconds) {
+    const uint32_t n = (uint32_t)dev->batch_stamps;
+    if (timed && seconds && dev->timestamps && n >= 2) {
         uint64_t ts[VK_MAX_TIMESTAMPS];
-        const uint32_t n = (uint32_t)batch->stamps;
         if (vkGetQueryPoolResults(dev->device, dev->timestamps, 0, n, sizeof ts, ts, sizeof ts[0],
                                   VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
             uint64_t mask = dev->probe->timestamp_bits >= 64 ? ~0ull : ((1ull << dev->probe->timestamp_bits) - 1);
             const double tick = dev->probe->timestamp_period * 1e-9;
             *seconds = (double)((ts[n - 1] - ts[0]) & mask) * tick;
             for (uint32_t i = 1; i + 1 < n; i++)
-                MXA_LOG_D("vulkan: %s %.3f ms", blobs[batch->kernels[i]].name, (double)((ts[i] - ts[i - 1]) & mask) * tick * 1e3);
+                MXA_LOG_D("vulkan: %s %.3f ms", blobs[dev->batch_kernels[i]].name, (double)((ts[i] - ts[i - 1]) & mask) * tick * 1e3);
         }
     }
     return MXA_OK;
+}
+
+mxa_status vk_batch_submit(vk_batch *batch, double *seconds)
+{
+    mxa_status st = vk_batch_submit_nowait(batch);
+    if (st) {
+        vkResetFences(batch->dev->device, 1, &batch->dev->fence);
+        return st;
+    }
+    return vk_batch_finish(batch->dev, batch->timed, seconds);
 }

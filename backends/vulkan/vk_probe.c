@@ -171,6 +171,8 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     const int e_khr = has_ext(&ext, MXA_VK_KHR_COOPMAT_NAME);
     const int e_pex = has_ext(&ext, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     const int e_drv = v12 || has_ext(&ext, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    data->has_push_descriptor = has_ext(&ext, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    data->has_external_fd = has_ext(&ext, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
 
     /* ---- features: one chain, only structures whose extension/version exists ---- */
     VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -218,6 +220,7 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
 
     memcpy(data->uuid, p_id.deviceUUID, VK_UUID_SIZE);
     memcpy(data->cache_uuid, base.pipelineCacheUUID, VK_UUID_SIZE);
+    data->storage_align = base.limits.minStorageBufferOffsetAlignment ? base.limits.minStorageBufferOffsetAlignment : 4;
     data->caps.subgroup_size = p_sg.subgroupSize;
     data->timestamp_period = base.limits.timestampPeriod;
 

@@ -40,7 +40,7 @@ mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_
     vk_rule_params(rule, &pc.kind, &pc.t);
     uint32_t gx, gy;
     vk_grid_1d(total, 64, &gx, &gy);
-    vk_buffer *binds[3] = {xb, cb, sb};
+    const vk_buffer *binds[3] = {xb, cb, sb};
     const int32_t spec[VK_SPEC_COUNT] = {0};
     vk_batch batch;
     if ((st = vk_batch_begin(dev, 0, &batch)) ||

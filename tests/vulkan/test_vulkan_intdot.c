@@ -129,17 +129,18 @@ static void run_intdot(const acase *c, const mxa_attention_desc *desc, const flo
       pk = {(uint32_t)(b * hkv * nk_pad), (uint32_t)nk, (uint32_t)nk_pad, 0, desc->hadamard != 0, 1, kind, tq,
             mxa_hadamard_norm((int)d)};
     struct {
-        uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose;
-    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, 0, 1, kind, tq, 1, 1};
+        uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose, hkv;
+    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, 0, 1, kind, tq, 1, 1, (uint32_t)hkv};
     struct {
         uint32_t h, hkv, nq, nk, nq_pad, nk_pad, o_offset, causal, quant_p, pnq, kind, t;
         float scale;
+        uint32_t lse_offset, bias_offset, bias_sb, bias_sh, mask_offset, mask_sb, mask_sh; /* no extras */
     } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nq_pad, (uint32_t)nk_pad, 0,
-            (uint32_t)c->causal, 1, pnq, kind, tq, desc->scale};
+            (uint32_t)c->causal, 1, pnq, kind, tq, desc->scale, 0, 0, 0, 0, 0, 0, 0};
     const int32_t spec_d[VK_SPEC_COUNT] = {(int32_t)d};
     const int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, 64, 0, t.threads, (int32_t)(1 | pnq << 1 | kind << 2), t.br, t.or_, t.och};
-    vk_buffer *bq[3] = {qin, qp, qs}, *bk[3] = {kin, kp, ks}, *bv[4] = {vin, vp, vs, vmax};
-    vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
+    const vk_buffer *bq[3] = {qin, qp, qs}, *bk[3] = {kin, kp, ks}, *bv[4] = {vin, vp, vs, vmax};
+    const vk_buffer *ba[8] = {qp, kp, vp, qs, ks, vs, ob, lb};
     uint32_t gx, gy;
     vk_batch batch;
     assert_int_equal(vk_batch_begin(g_dev, 0, &batch), MXA_OK);

@@ -149,7 +149,7 @@ static int run_check_at(int x_offset, const float *x, int rows, int d, int n, in
     assert_int_equal(vk_buffer_write(g_dev, xb, 0, xin, xbytes), MXA_OK);
     assert_int_equal(vk_buffer_write(g_dev, yb, 0, fill, ybytes), MXA_OK);
     assert_int_equal(vk_buffer_write(g_dev, sb, 0, fill, sbytes), MXA_OK);
-    vk_buffer *binds[3] = {xb, yb, sb};
+    const vk_buffer *binds[3] = {xb, yb, sb};
     assert_int_equal(vk_batch_begin(g_dev, 0, &batch), MXA_OK);
     assert_int_equal(vk_batch_dispatch(&batch, VK_K_PREP_QK_I8, spec, 0, binds, 3, &pc, sizeof pc, gx, gy, 1), MXA_OK);
     assert_int_equal(vk_batch_submit(&batch, NULL), MXA_OK);
