@@ -39,7 +39,7 @@ static mxa_status vkb_probe(mxa_probed_device *devices, int max_devices, int *co
         }
         mxa_probed_device *dev = &devices[*count];
         memset(dev, 0, sizeof *dev);
-        if (vk_probe_physical(inst, pds[i], data, &dev->info) != MXA_OK) {
+        if (vk_probe_physical(inst, pds[i], data, &dev->info, NULL) != MXA_OK) {
             free(data);
             continue;
         }

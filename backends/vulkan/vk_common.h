@@ -164,10 +164,27 @@ typedef struct vk_device {
 int vk_driver_manifest_found(const char *root, char *reason, size_t reason_size);
 mxa_status vk_loader_init(char *reason, size_t reason_size);
 mxa_status vk_instance_create(VkInstance *out, char *reason, size_t reason_size);
+/* Loads the loader and, if no instance did yet, the instance-level entry points from an
+ * application's instance. */
+mxa_status vk_loader_adopt_instance(VkInstance inst, char *reason, size_t reason_size);
+const char *vk_loader_path(void); /* the loader library mxa loaded */
 const char *vk_result_name(VkResult r);
 
 /* ---- vk_probe.c ---- */
-mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data *data, mxa_device_info *info);
+/* What an application enabled on the device it lends (mxa_vulkan_device_create). */
+typedef struct vk_enabled {
+    uint32_t flags;          /* MXA_VK_F_* the application enabled */
+    int push_descriptor, external_fd;
+    uint32_t queue_family;   /* of the lent queue */
+    char missing[MXA_REASON_LEN]; /* what the physical device has and the application did not enable */
+} vk_enabled;
+/* The facts of a physical device. With `enabled` (an application's device), the features
+ * are cut to what it enabled and the fragment-layout check is left to the caller (it needs
+ * an open device: vk_khr_fragment_map_on). */
+mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data *data, mxa_device_info *info,
+                             vk_enabled *enabled);
+/* The variant and its reason in info, from data (after the layout check). */
+void vk_describe_variant(const vk_probe_data *data, mxa_device_info *info);
 
 /* ---- vk_device.c ---- */
 mxa_status vk_device_open(const vk_probe_data *probe, vk_device **out);
@@ -229,6 +246,8 @@ void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy);
  * and 16x8 accumulators the record lists: fills probe->caps.quad_ok, c_map, a_map and
  * layout_note; 1 if some accumulator shape has the quad layout attn_coopmat_khr.comp needs. */
 int vk_khr_fragment_map(vk_probe_data *probe);
+/* The same on an open device (an application's: mxa opens none of its own). */
+int vk_khr_fragment_map_on(vk_probe_data *probe, vk_device *dev);
 /* The decoding step on the kernel's output (VK_LAYOUT_VALUES floats, see
  * coopmat_layout_khr.comp) for the 16 x n accumulator (n = 16 or 8). */
 #define VK_LAYOUT_VALUES 514

@@ -113,6 +113,11 @@ static int khr_layout_types(const vk_caps *caps, int n)
 
 int vk_khr_fragment_map(vk_probe_data *probe)
 {
+    return vk_khr_fragment_map_on(probe, NULL);
+}
+
+int vk_khr_fragment_map_on(vk_probe_data *probe, vk_device *on)
+{
     vk_caps *caps = &probe->caps;
     caps->layout_note[0] = 0;
     caps->quad_ok[0] = caps->quad_ok[1] = 0;
@@ -127,7 +132,7 @@ int vk_khr_fragment_map(vk_probe_data *probe)
         return 0;
     }
     int found = 0;
-    vk_device *dev = NULL;
+    vk_device *dev = on;
     char key[256];
     vk_cache_key(probe, key, sizeof key);
     for (int n = 16; n >= 8; n -= 8) {
@@ -167,7 +172,7 @@ int vk_khr_fragment_map(vk_probe_data *probe)
         }
         found |= vk_khr_fragment_map_decode(values, n, caps);
     }
-    vk_device_close(dev);
+    if (dev != on) vk_device_close(dev);
     if (!caps->layout_note[0]) snprintf(caps->layout_note, sizeof caps->layout_note, "no KHR fp16/fp32 16-row configuration");
     return found;
 }

@@ -168,6 +168,23 @@ static void load_instance_functions(VkInstance inst)
         snprintf(instance_reason, sizeof instance_reason, "%s: vkGetInstanceProcAddr gives no %s", loader_path, missing);
 }
 
+mxa_status vk_loader_adopt_instance(VkInstance inst, char *reason, size_t reason_size)
+{
+    mxa_status st = vk_loader_init(reason, reason_size);
+    if (st) return st;
+    pthread_mutex_lock(&loader_lock);
+    if (instance_state == 0) load_instance_functions(inst); /* trampolines: valid for every instance */
+    const int ok = instance_state > 0;
+    if (!ok) snprintf(reason, reason_size, "%s", instance_reason);
+    pthread_mutex_unlock(&loader_lock);
+    return ok ? MXA_OK : MXA_ERR_NOT_FOUND;
+}
+
+const char *vk_loader_path(void)
+{
+    return loader_path;
+}
+
 /* Creates an instance (API 1.1 or newer, as the loader allows); the first one
  * also loads and checks the instance-level entry points. */
 mxa_status vk_instance_create(VkInstance *out, char *reason, size_t reason_size)

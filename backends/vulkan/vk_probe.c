@@ -147,7 +147,31 @@ static void vk_caps_from_probe(vk_probe_data *data, const VkPhysicalDeviceProper
     /* the KHR fragment layout is not measured yet: quad_ok stays 0 ("unknown") */
 }
 
-mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data *data, mxa_device_info *info)
+/* The feature names of MXA_VK_F_* bits, for "not enabled by the application". */
+static void flag_names(uint32_t flags, char *out, size_t size)
+{
+    static const struct {
+        uint32_t bit;
+        const char *name;
+    } names[] = {{MXA_VK_F_FP16, "shaderFloat16"},
+                 {MXA_VK_F_INT8, "shaderInt8"},
+                 {MXA_VK_F_STORAGE16, "storageBuffer16BitAccess"},
+                 {MXA_VK_F_STORAGE8, "storageBuffer8BitAccess"},
+                 {MXA_VK_F_INT_DOT, "shaderIntegerDotProduct"},
+                 {MXA_VK_F_SUBGROUP_CTRL, "subgroupSizeControl+computeFullSubgroups"},
+                 {MXA_VK_F_COOPMAT_KHR, "cooperativeMatrix (VK_KHR_cooperative_matrix)"}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (flags & names[i].bit) add_cap(out, size, names[i].name);
+}
+
+void vk_describe_variant(const vk_probe_data *data, mxa_device_info *info)
+{
+    const char *variant = vk_choose_variant(data, NULL, info->variant_reason, sizeof info->variant_reason);
+    snprintf(info->variant, sizeof info->variant, "%s", variant);
+}
+
+mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data *data, mxa_device_info *info,
+                             vk_enabled *enabled)
 {
     mxa_status st = MXA_OK;
     ext_list ext = {0};
@@ -241,6 +265,18 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
         (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
         (p_sg.supportedOperations & VK_SUBGROUP_FEATURE_VOTE_BIT))
         data->caps.flags |= MXA_VK_F_SUBGROUP_ARITH;
+    if (enabled) { /* an application's device: only what it enabled counts */
+        const uint32_t usable = MXA_VK_F_SUBGROUP_SHUFFLE | MXA_VK_F_SUBGROUP_ARITH | MXA_VK_F_COOPMAT_NV; /* no enable bit */
+        enabled->missing[0] = 0;
+        flag_names(data->caps.flags & ~(enabled->flags | usable), enabled->missing, sizeof enabled->missing);
+        if (data->has_push_descriptor && !enabled->push_descriptor)
+            add_cap(enabled->missing, sizeof enabled->missing, "VK_KHR_push_descriptor (recording)");
+        if (data->has_external_fd && !enabled->external_fd)
+            add_cap(enabled->missing, sizeof enabled->missing, "VK_KHR_external_memory_fd (export)");
+        data->caps.flags &= enabled->flags | usable;
+        data->has_push_descriptor &= enabled->push_descriptor;
+        data->has_external_fd &= enabled->external_fd;
+    }
     const uint32_t khr_configs = (data->caps.flags & MXA_VK_F_COOPMAT_KHR) ? probe_coopmat_khr(inst, pd, data) : 0;
 
     /* compute queue family and its timestamp support */
@@ -253,7 +289,9 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     }
     vkGetPhysicalDeviceQueueFamilyProperties(pd, &nqf, qf);
     data->queue_family = UINT32_MAX;
-    for (uint32_t i = 0; i < nqf; i++)
+    if (enabled && enabled->queue_family < nqf && (qf[enabled->queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+        data->queue_family = enabled->queue_family;
+    for (uint32_t i = 0; i < nqf && !enabled; i++)
         if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
             /* prefer a compute family that is not also graphics (async compute) only if it has timestamps */
             if (data->queue_family == UINT32_MAX) data->queue_family = i;
@@ -266,7 +304,8 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
                                ? qf[data->queue_family].timestampValidBits : 0;
 
     vk_caps_from_probe(data, &base, e_drv ? &p_drv : NULL, e_sgc ? &p_sgc : NULL, e_dot ? &p_dot : NULL);
-    if (data->caps.flags & MXA_VK_F_COOPMAT_KHR) (void)vk_khr_fragment_map(data); /* fills data->caps.quad_ok, maps, note */
+    if ((data->caps.flags & MXA_VK_F_COOPMAT_KHR) && !enabled)
+        (void)vk_khr_fragment_map(data); /* fills data->caps.quad_ok, maps, note */
 
     /* ---- the public description ---- */
     VkPhysicalDeviceMemoryProperties mem;
@@ -316,8 +355,12 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
         info->caps |= MXA_CAP_TIMESTAMPS;
         add_cap(caps, cs, "timestamps");
     }
-    const char *variant = vk_choose_variant(data, NULL, info->variant_reason, sizeof info->variant_reason);
-    snprintf(info->variant, sizeof info->variant, "%s", variant);
+    if (enabled && enabled->missing[0]) {
+        char t[MXA_REASON_LEN + 32];
+        snprintf(t, sizeof t, "not-enabled(%s)", enabled->missing);
+        add_cap(caps, cs, t);
+    }
+    vk_describe_variant(data, info);
     info->default_bc = VK_DEFAULT_BC;
     info->score = device_score(data);
 out:

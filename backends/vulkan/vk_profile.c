@@ -1,12 +1,12 @@
 /*
- * mxa_vulkan_profile_plan (include/mxa/mxa_vulkan.h): kernel selection on a capability
+ * mxa_vulkan_profile_plan (include/mxa/mxa_vulkan_profile.h): kernel selection on a capability
  * profile, for `mxa probe --profile`. Compiled in every build: without the Vulkan
  * backend it says so.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "mxa/mxa_vulkan.h"
+#include "mxa/mxa_vulkan_profile.h"
 #include "../../runtime/status.h"
 
 #if defined(MXA_HAVE_VULKAN)

@@ -25,7 +25,7 @@ int vkt_probe_device(VkInstance *inst, vk_probe_data *probe, char *name, size_t 
         VkPhysicalDeviceProperties p;
         mxa_device_info info;
         vkGetPhysicalDeviceProperties(pds[i], &p);
-        if (p.apiVersion >= VK_API_VERSION_1_1 && vk_probe_physical(*inst, pds[i], probe, &info) == MXA_OK && seen++ == index) {
+        if (p.apiVersion >= VK_API_VERSION_1_1 && vk_probe_physical(*inst, pds[i], probe, &info, NULL) == MXA_OK && seen++ == index) {
             snprintf(name, name_size, "%s", info.name);
             return 1;
         }

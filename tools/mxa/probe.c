@@ -41,7 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mxa/mxa_vulkan.h"
+#include "mxa/mxa_vulkan_profile.h"
 
 #include "cli.h"
 #include "commands.h"
