@@ -12,7 +12,8 @@
  * filters), conform_util.c (rng, guarded buffers, env switches, tolerances),
  * conform_quant.c (MXFP4 format cases and the exact host model),
  * conform_attn.c (attention grid and the runner shared by every attention
- * check), conform_invariants.c (SPEC §2 invariants), conform_bad.c (bad
+ * check), conform_invariants.c (SPEC §2 invariants), conform_extras.c (bias, mask,
+ * key lengths, causal alignment, 16-bit and lse buffers), conform_bad.c (bad
  * input), conform_vectors.c (external .npy vectors), conform_support.c
  * (support matrix), conform_report.c (text, JSON and CSV).
  */
@@ -52,16 +53,37 @@ typedef enum conform_flavour {
                              * block exponents far apart within a row (per-block int8 paths) */
 } conform_flavour;
 
+/* The optional inputs of docs/attention-inputs.md a case adds (conform_extras.c). */
+typedef enum conform_bias_kind {
+    CONFORM_BIAS_NONE = 0,
+    CONFORM_BIAS_RELPOS = 1,  /* [1, H]: a learned relative-position bias in [-11, +3] (T5, MPNet) */
+    CONFORM_BIAS_BATCH = 2,   /* [B, 1]: the same range, one per batch */
+    CONFORM_BIAS_ALIBI = 3,   /* [1, H]: -slope_h * |i - j| with the ALiBi slopes 2^(-8 (h + 1) / H) */
+    CONFORM_BIAS_NEG_INF = 4, /* [1, H] relative-position with -inf on every 5th key and on all of row 1 */
+    CONFORM_BIAS_ZERO = 5,    /* [B, H] zeros */
+} conform_bias_kind;
+
+typedef enum conform_mask_kind {
+    CONFORM_MASK_NONE = 0,
+    CONFORM_MASK_PADDING = 1, /* [B, 1]: batch b sees its first Nk - 13 b keys (a padding mask) */
+    CONFORM_MASK_RANDOM = 2,  /* [B, H]: a fifth of the keys hidden at random, row 2 of every head hidden entirely */
+    CONFORM_MASK_ALL = 3,     /* [1, 1]: every key visible */
+} conform_mask_kind;
+
 /* One attention problem: what the grid, invariants and vectors share. */
 typedef struct conform_attn_params {
     int recipe; /* index into conform_recipes */
-    int causal;
+    int causal; /* MXA_CAUSAL_* */
     int64_t b, h, hkv, nq, nk, d;
     int bc;     /* 0: the device's default (the reference then uses the Bc the device reports) */
     conform_io io;
     conform_flavour flavour;
-    mxa_dtype in_dtype, out_dtype;
+    mxa_dtype in_dtype, out_dtype; /* out_dtype with CONFORM_IO_BUFFER: the output buffer's dtype */
     int lse;    /* also compare the per-row LSE */
+    int lse_buffer;           /* the LSE in a device buffer (between guards) */
+    conform_bias_kind bias;
+    conform_mask_kind mask;
+    int lengths;              /* per-batch key lengths: batch b has {0, 37, Nk, Nk - 1, 1}[b % 5] (at most Nk) */
 } conform_attn_params;
 
 typedef struct conform_ctx conform_ctx;
@@ -95,6 +117,7 @@ int conform_add_quant_cases(conform_case_list *list);
 int conform_add_attn_cases(conform_case_list *list);
 int conform_add_invariant_cases(conform_case_list *list);
 int conform_add_bad_cases(conform_case_list *list);
+int conform_add_extras_cases(conform_case_list *list);
 int conform_add_vector_cases(conform_case_list *list, const char *dir);
 
 /* The full list in run order (vectors from `dir` when non-NULL). */
@@ -236,10 +259,15 @@ int conform_recipe_find(const char *name);
 
 /* ------------------------------------------------------------ attention */
 
-/* Host data of one attention problem (float32, contiguous). */
+/* Host data of one attention problem (float32, contiguous), with its optional inputs. */
 typedef struct conform_problem {
     int64_t b, h, hkv, nq, nk, d;
     float *q, *k, *v;
+    float *bias;      /* dense [bias_b, bias_h, nq, nk], or NULL */
+    int64_t bias_b, bias_h;
+    uint8_t *mask;    /* dense [mask_b, mask_h, nq, nk], 0 = hidden, or NULL */
+    int64_t mask_b, mask_h;
+    int32_t *lengths; /* b key lengths, or NULL */
 } conform_problem;
 
 /* The problem of an attention-group case under run seed `seed`: its params
@@ -249,6 +277,21 @@ void conform_attn_case_params(const conform_case *c, uint64_t seed, conform_attn
 /* Allocates and fills a problem from params and a seed. 0 on success. */
 int conform_problem_make(conform_problem *p, const conform_attn_params *a, uint64_t seed);
 void conform_problem_free(conform_problem *p);
+
+/* desc with the problem's bias, mask and key lengths (bias/mask are filled to point at). */
+void conform_problem_attach(const conform_problem *p, mxa_attention_desc *desc, mxa_tensor *bias, mxa_tensor *mask);
+/* 1 if the call uses anything beyond plain q, k, v, o and a host lse (docs/attention-inputs.md,
+ * 16-bit outputs or lse in device buffers). */
+int conform_uses_extras(const conform_problem *p, const mxa_attention_desc *desc, const conform_attn_params *a);
+/* The keys batch b has (its key length, else Nk). */
+int64_t conform_key_count(const conform_problem *p, int64_t b);
+/* Row i of (b, h) of the bias, or NULL. */
+const float *conform_bias_row(const conform_problem *p, int64_t b, int64_t h, int64_t i);
+/* 1 if key j < conform_key_count(b) is visible to row i of (b, h) by mask and causal alignment
+ * (a -inf bias hides it too: see conform_row_empty). */
+int conform_key_visible(const conform_problem *p, int causal, int64_t b, int64_t h, int64_t i, int64_t j);
+/* 1 if flattened row (b, h, i) sees no key at all (O = 0, LSE = -inf). */
+int conform_row_empty(const conform_problem *p, int causal, int64_t row);
 
 /* What one device call produced. */
 typedef struct conform_outputs {
@@ -277,6 +320,11 @@ int conform_reference(const mxa_attention_desc *desc, int bc, const conform_prob
  * recipe's tolerance. Fills r; returns 1 on pass. conform_flip.c. */
 int conform_compare(const mxa_attention_desc *desc, int bc, mxa_dtype out_dtype, const conform_problem *p,
                     const conform_outputs *dev, const conform_outputs *ref, const char *ref_name, conform_result *r);
+
+/* 1 if MXA_ERR_UNSUPPORTED from a call is "unsupported" (not a failure) even in a case
+ * every device must run, given whether the call uses extras (conform_attn.c: the one
+ * place that decides it). */
+int conform_extras_skip_unsupported(int uses_extras);
 
 /* The whole check of one attention case: device, reference at the reported
  * Bc, compare (and the informational NMSE vs fp32). */

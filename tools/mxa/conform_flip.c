@@ -82,6 +82,12 @@
  *    moved weights). Otherwise the comparison fails, naming the row and the
  *    element furthest outside its bound.
  *
+ * 6. Extras (docs/attention-inputs.md). A bias enters S_j with one more fp32 addition
+ *    (and bias log2 e rounds where a kernel folds log2 e in): E_j += 2u (|S_j| + |bias_j|).
+ *    A hidden key (mask, causal alignment, a -inf bias) has S_j = -inf, P~_j = 0 exactly,
+ *    no bound and no flip; a batch with a key length is traced with that Nk (V^ zero-padded
+ *    after it), the keys after it do not exist.
+ *
  * Assumed of every implementation: SPEC §2's key tiles at the Bc it reports,
  * exp monotonic with exp(0) = 1, fp32 arithmetic (fp16/bf16 only where the
  * values are exact in it). Not searched: a second code change inside a block
@@ -130,8 +136,7 @@ static int quant_block(const float *x, int n, mxa_rule rule, float *out)
 /* 1 if row `row` (flattened b, h, i) has no visible key (SPEC §2: O = 0, LSE = -inf). */
 static int row_empty(const conform_problem *p, int causal, int64_t row)
 {
-    const int64_t i = row % p->nq;
-    return causal && i + p->nk - p->nq < 0;
+    return conform_row_empty(p, causal, row);
 }
 
 /* ------------------------------------------------------------- the trace */
@@ -142,8 +147,8 @@ typedef struct trace {
     int bc, qk, qv, qp, pnq;
     float scale;
     mxa_dtype out_dtype;
-    /* the prepared heads */
-    int64_t qh, kvh;
+    /* the prepared heads: query head (b, h), whose batch has nk keys (its key length) */
+    int64_t qh, kvh, b, h, nk;
     float *q, *k, *v, *vt;     /* nq*d Q^, nk*d K^ (rotated, decoded), nk*d V^ token-major, d*nk V^ channel-major */
     double vmax;               /* max |V^| of the kv head */
     double *w, *wr;            /* nk: W_j and W_j rhoN_j of the row */
@@ -232,7 +237,9 @@ static int prep_rows(const trace *t, const float *src, int64_t n, float *dst, do
 static int trace_head(trace *t, int64_t b, int64_t h)
 {
     const conform_problem *p = t->p;
-    const int64_t d = p->d, nq = p->nq, nk = p->nk, qh = b * p->h + h, kvh = b * p->hkv + h / (p->h / p->hkv);
+    const int64_t d = p->d, nq = p->nq, qh = b * p->h + h, kvh = b * p->hkv + h / (p->h / p->hkv);
+    const int64_t nk = conform_key_count(p, b); /* the keys after a key length do not exist */
+    t->b = b, t->h = h, t->nk = nk;
     if (qh != t->qh) {
         t->qh = -1;
         if (prep_rows(t, p->q + qh * nq * d, nq, t->q, t->q_raw, t->q_rot)) return -1;
@@ -240,8 +247,8 @@ static int trace_head(trace *t, int64_t b, int64_t h)
     }
     if (kvh != t->kvh) {
         t->kvh = -1;
-        if (prep_rows(t, p->k + kvh * nk * d, nk, t->k, t->k_raw, t->k_rot)) return -1;
-        const float *v = p->v + kvh * nk * d;
+        if (prep_rows(t, p->k + kvh * p->nk * d, nk, t->k, t->k_raw, t->k_rot)) return -1;
+        const float *v = p->v + kvh * p->nk * d;
         t->vmax = 0.0;
         for (int64_t c = 0; c < d; c++) { /* V in blocks of 32 tokens (SPEC §2.2), padding beyond Nk */
             for (int64_t j = 0; j < nk; j++) t->col[j] = v[j * d + c];
@@ -251,7 +258,7 @@ static int trace_head(trace *t, int64_t b, int64_t h)
             for (int64_t j = 0; j < nk; j++) {
                 const float x = t->qv ? t->colq[j] : t->col[j];
                 if (!isfinite(x)) return -1;
-                t->v[j * d + c] = t->vt[c * nk + j] = x;
+                t->v[j * d + c] = t->vt[c * p->nk + j] = x;
                 t->vmax = fmax(t->vmax, fabs((double)x));
             }
         }
@@ -285,18 +292,18 @@ static float block_product(const float *x, int xs, const float *y, int ys, int n
 static int trace_row(trace *t, int64_t i)
 {
     const conform_problem *p = t->p;
-    const int64_t d = p->d, nk = p->nk, bc = t->bc, nb = d / 32;
+    const int64_t d = p->d, nk = t->nk, bc = t->bc, nb = d / 32;
     const float *q = t->q + i * d;
-    const int64_t last = t->desc->causal ? i + nk - p->nq : nk - 1;
-    if (last < 0) return 1;
+    const float *bias = conform_bias_row(p, t->b, t->h, i);
+    if (nk == 0) return 1;
     const double n_terms = t->qk ? (double)nb : (double)d;
     const double es = 2.0 * gam(n_terms + 2.0) * t->scale;
     const double hq = gam((double)d + 1.0) * t->q_raw[i] / sqrt((double)d);
     /* 1. scores */
     for (int64_t j = 0; j < nk; j++) {
         t->one[j] = 0;
-        if (j > last) {
-            t->s[j] = -INFINITY, t->E[j] = 0.0;
+        if (!conform_key_visible(p, t->desc->causal, t->b, t->h, i, j) || (bias && bias[j] == -INFINITY)) {
+            t->s[j] = -INFINITY, t->E[j] = 0.0; /* hidden: P~ = 0, never a maximum */
             continue;
         }
         const float *k = t->k + j * d;
@@ -308,6 +315,10 @@ static int trace_row(trace *t, int64_t i)
         }
         t->s[j] = dot * t->scale;
         t->E[j] = es * a;
+        if (bias) { /* one fp32 addition (and, where a kernel folds log2 e in, bias * log2 e rounds too) */
+            t->s[j] += bias[j];
+            t->E[j] += 2.0 * U * (fabs((double)t->s[j]) + fabs((double)bias[j]));
+        }
         if (t->desc->hadamard && !t->qk)
             t->E[j] += 2.0 * t->scale * (hq * t->k_rot[j] + t->q_rot[i] * gam((double)d + 1.0) * t->k_raw[j] / sqrt((double)d));
     }
@@ -322,7 +333,7 @@ static int trace_row(trace *t, int64_t i)
         float tile_max = -INFINITY;
         int64_t arg = -1;
         for (int64_t j = j0; j < j0 + len; j++) {
-            if (j > last) continue;
+            if (t->s[j] == -INFINITY) continue;
             if (t->s[j] > tile_max) tile_max = t->s[j], arg = j;
             if (t->E[j] > Mrun) Mrun = t->E[j];
             const double v = (double)t->s[j] + t->E[j];
@@ -359,7 +370,7 @@ static int trace_row(trace *t, int64_t i)
             double unused;
             for (int64_t b0 = j0; b0 < j0 + len; b0 += 32) {
                 const int n = (int)(j0 + len - b0 < 32 ? j0 + len - b0 : 32);
-                pv += block_product(t->ph + b0, 1, t->vt + c * nk + b0, 1, n, t->qp && t->qv, &unused);
+                pv += block_product(t->ph + b0, 1, t->vt + c * p->nk + b0, 1, n, t->qp && t->qv, &unused);
             }
             t->acc[c] = alpha * t->acc[c] + pv;
         }
@@ -385,8 +396,12 @@ static int trace_row(trace *t, int64_t i)
     /* 2, 4. per-key relative bounds, weights, sums */
     t->L = t->RL = 0.0;
     const int sums_ptilde = t->qp && !t->pnq;
-    for (int64_t j = 0; j <= last && j < nk; j++) {
+    for (int64_t j = 0; j < nk; j++) {
         const int tt = (int)(j / bc);
+        if (t->s[j] == -INFINITY) {
+            t->w[j] = t->wr[j] = t->rho[j] = 0.0;
+            continue;
+        }
         const double x = (double)t->s[j] - (double)t->mt[tt];
         const double dx = t->E[j] + t->Mt[tt] + U * (2.0 * fabs((double)t->s[j]) + 2.0 * fabs((double)t->mt[tt]) + fabs(x));
         t->rho[j] = expm1(dx) + (4.0 + 2.0 * fabs(x)) * ULP;
@@ -399,11 +414,11 @@ static int trace_row(trace *t, int64_t i)
         t->L += Ld;
         t->RL += Ld * rD;
     }
-    const int64_t nvis = last < nk ? last + 1 : nk;
+    const int64_t nvis = nk;
     double wsum = 0.0;
     for (int64_t j = 0; j < nvis; j++) wsum += t->w[j];
     for (int64_t c = 0; c < d; c++) {
-        const float *v = t->vt + c * nk;
+        const float *v = t->vt + c * p->nk;
         double n_ = 0.0, s_ = 0.0, r_ = 0.0, fv = 0.0, vmax_c = 0.0;
         for (int64_t j = 0; j < nk; j++) vmax_c = fmax(vmax_c, fabs((double)v[j])); /* every key: prep sees them all */
         for (int64_t j = 0; j < nvis; j++) {
@@ -512,8 +527,8 @@ static int by_effect(const void *a, const void *b)
 /* The candidates of the traced row (section 5). -1 when out of memory. */
 static int find_flips(const trace *t, int64_t i, flips *f)
 {
-    const int64_t d = t->p->d, nk = t->p->nk, bc = t->bc;
-    const int64_t last = t->desc->causal ? i + nk - t->p->nq : nk - 1;
+    const int64_t d = t->p->d, nk = t->nk, bc = t->bc;
+    (void)i;
     f->n = 0, f->candidates = 0, f->slack_lse = 0.0;
     for (int64_t c = 0; c < d; c++) f->slack[c] = 0.0;
     if (!t->qp) return 0;
@@ -528,7 +543,7 @@ static int find_flips(const trace *t, int64_t i, flips *f)
             for (int k = 0; k < n; k++) {
                 const int64_t j = b0 + k;
                 const double pt = t->pt[j];
-                if (j > last || pt == 0.0) lo[k] = hi[k] = pt;
+                if (t->s[j] == -INFINITY || pt == 0.0) lo[k] = hi[k] = pt;
                 else if (t->one[j]) lo[k] = hi[k] = 1.0;
                 else lo[k] = fmax(0.0, pt * (1.0 - t->rho[j])), hi[k] = fmin(1.0, pt * (1.0 + t->rho[j]));
                 mlo = fmax(mlo, lo[k]), mhi = fmax(mhi, hi[k]);

@@ -311,7 +311,7 @@ static void run_vector_attention(conform_ctx *ctx, const conform_case *c, confor
                      (long long)sq[1], (long long)sq[2]);
         goto done;
     }
-    conform_problem p = {sq[0], sq[1], sk[1], sq[2], sk[2], sq[3], q, k, v};
+    conform_problem p = {sq[0], sq[1], sk[1], sq[2], sk[2], sq[3], q, k, v, NULL, 0, 0, NULL, 0, 0, NULL};
     conform_attn_params a;
     memset(&a, 0, sizeof a);
     a.lse = have_lse == 0;
