@@ -54,6 +54,18 @@ typedef struct mxa_cl_api {
     cl_int (*WaitForEvents)(cl_uint, const cl_event *);
     cl_int (*GetEventProfilingInfo)(cl_event, cl_profiling_info, size_t, void *, size_t *);
     cl_int (*ReleaseEvent)(cl_event);
+    /* OpenCL 1.2: key lengths, and the interop entry points (mxa_opencl.h) */
+    cl_int (*Flush)(cl_command_queue);
+    cl_int (*EnqueueFillBuffer)(cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, cl_uint,
+                                const cl_event *, cl_event *);
+    cl_int (*RetainContext)(cl_context);
+    cl_int (*RetainDevice)(cl_device_id);
+    cl_int (*ReleaseDevice)(cl_device_id);
+    cl_int (*RetainMemObject)(cl_mem);
+    cl_int (*RetainEvent)(cl_event);
+    cl_int (*GetContextInfo)(cl_context, cl_context_info, size_t, void *, size_t *);
+    cl_int (*GetCommandQueueInfo)(cl_command_queue, cl_command_queue_info, size_t, void *, size_t *);
+    cl_int (*GetMemObjectInfo)(cl_mem, cl_mem_info, size_t, void *, size_t *);
 } mxa_cl_api;
 
 /* 1 if an OpenCL ICD is registered as the ICD loaders look for one:

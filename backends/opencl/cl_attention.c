@@ -1,7 +1,9 @@
 /*
  * Attention on an OpenCL device: prepare Q, K, V (prep.cl), then run the
- * chosen variant's kernel. Kernel time comes from event profiling: from the
- * first preparation kernel's start to the attention kernel's end.
+ * chosen variant's kernel, with the extras of docs/attention-inputs.md. Calls
+ * are enqueued without waiting (submit); the synchronous call is a submit and
+ * a wait. Kernel time comes from event profiling: from the first preparation
+ * kernel's start to the attention kernel's end.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,22 +14,29 @@
 #include "log.h"
 #include "status.h"
 
-#define MAX_EVENTS 8
-
 /* Shapes of one call, in the kernels' int arguments. */
 typedef struct shape {
     cl_int b, h, hkv, nq, nk, d, nq_pad, nk_pad;
 } shape;
 
-/* Everything the variants share: device inputs, output, lse, events. */
+/* A bias or mask on the device: element offset and batch / head strides (0: broadcast). */
+typedef struct side {
+    cl_mem mem;
+    cl_ulong off, bs, hs;
+} side;
+
+/* Everything the variants share: device inputs, output, lse, extras, events. */
 typedef struct run {
     cl_impl *d;
     const mxa_attention_call *call;
     shape s;
     cl_rule_args rule;
-    cl_mem q, k, v, o, lse;
-    cl_ulong q_off, k_off, v_off, o_off;
-    cl_event events[MAX_EVENTS];
+    cl_mem q, k, v, o, lse, klen;
+    cl_ulong q_off, k_off, v_off, o_off, lse_off;
+    cl_int has_lse, has_klen;
+    side bias, mask;
+    char extra_options[64]; /* the attention program's -D options for the extras */
+    cl_event events[CL_MAX_EVENTS];
     int nevents;
 } run;
 
@@ -99,7 +108,8 @@ static void qk_source_args(cl_args *a, const run *r, int which, const cl_float *
     mxa_cl_arg(a, sizeof *had, had);
 }
 
-/* The arguments mxa_prep_v and mxa_prep_v_i8 start with. */
+/* The arguments mxa_prep_v and mxa_prep_v_i8 start with (key lengths included: V is
+ * quantized as if a batch had only its keys). */
 static void v_source_args(cl_args *a, const run *r)
 {
     mxa_cl_arg(a, sizeof r->v, &r->v);
@@ -107,6 +117,9 @@ static void v_source_args(cl_args *a, const run *r)
     mxa_cl_arg(a, sizeof r->s.nk, &r->s.nk);
     mxa_cl_arg(a, sizeof r->s.nk_pad, &r->s.nk_pad);
     mxa_cl_arg(a, sizeof r->s.d, &r->s.d);
+    mxa_cl_arg(a, sizeof r->klen, &r->klen);
+    mxa_cl_arg(a, sizeof r->has_klen, &r->has_klen);
+    mxa_cl_arg(a, sizeof r->s.hkv, &r->s.hkv);
 }
 
 /* Launches a Q/K prep kernel: 32 work-items per row, qk_rows_per_group rows per work-group. */
@@ -158,15 +171,16 @@ out:
 }
 
 /* The arguments both attention kernels take right after their inputs, in the
- * same order: output, lse, shapes, score scale, causal flag. Set in one place
- * so that the cl-tiled and the cl-mma-ptx launchers cannot drift apart. */
+ * same order: output, lse, shapes, score scale, causal mode, the extras
+ * (attention_common.cl, MXA_EXTRA_PARAMS). Set in one place so that the
+ * cl-tiled and the cl-mma-ptx launchers cannot drift apart. */
 static void attention_out_args(cl_args *a, const run *r, cl_float scale)
 {
-    const cl_int has_lse = r->call->lse != NULL, causal = r->call->desc.causal != 0;
+    const cl_int causal = r->call->desc.causal;
     mxa_cl_arg(a, sizeof r->o, &r->o);
     mxa_cl_arg(a, sizeof r->o_off, &r->o_off);
     mxa_cl_arg(a, sizeof r->lse, &r->lse);
-    mxa_cl_arg(a, sizeof has_lse, &has_lse);
+    mxa_cl_arg(a, sizeof r->has_lse, &r->has_lse);
     mxa_cl_arg(a, sizeof r->s.h, &r->s.h);
     mxa_cl_arg(a, sizeof r->s.hkv, &r->s.hkv);
     mxa_cl_arg(a, sizeof r->s.nq, &r->s.nq);
@@ -175,6 +189,16 @@ static void attention_out_args(cl_args *a, const run *r, cl_float scale)
     mxa_cl_arg(a, sizeof r->s.nk_pad, &r->s.nk_pad);
     mxa_cl_arg(a, sizeof scale, &scale);
     mxa_cl_arg(a, sizeof causal, &causal);
+    const side *sd[2] = {&r->bias, &r->mask};
+    for (int i = 0; i < 2; i++) {
+        mxa_cl_arg(a, sizeof sd[i]->mem, &sd[i]->mem);
+        mxa_cl_arg(a, sizeof sd[i]->off, &sd[i]->off);
+        mxa_cl_arg(a, sizeof sd[i]->bs, &sd[i]->bs);
+        mxa_cl_arg(a, sizeof sd[i]->hs, &sd[i]->hs);
+    }
+    mxa_cl_arg(a, sizeof r->klen, &r->klen);
+    mxa_cl_arg(a, sizeof r->has_klen, &r->has_klen);
+    mxa_cl_arg(a, sizeof r->lse_off, &r->lse_off);
 }
 
 static mxa_status run_tiled(run *r)
@@ -190,8 +214,8 @@ static mxa_status run_tiled(run *r)
     cl_program prog = NULL;
     cl_kernel k = NULL;
     char options[256];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d -DMXA_BR=%d -DMXA_KC=%d -DMXA_VC=%d",
-             r->s.d, call->bc, cfg.br, cfg.kc, cfg.vc);
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d -DMXA_BR=%d -DMXA_KC=%d -DMXA_VC=%d%s",
+             r->s.d, call->bc, cfg.br, cfg.kc, cfg.vc, r->extra_options);
     const size_t f = sizeof(float);
     if ((st = mxa_cl_scratch(d, SCRATCH_QP, (size_t)r->s.b * r->s.h * r->s.nq_pad * r->s.d * f, &qp)) ||
         (st = mxa_cl_scratch(d, SCRATCH_KP, (size_t)r->s.b * r->s.hkv * r->s.nk_pad * r->s.d * f, &kp)) ||
@@ -250,10 +274,10 @@ static mxa_status run_mma(run *r)
     const int no_async = mxa_env_flag("MXA_OPENCL_NO_ASYNC");
     char options[256];
     const int exact_exp = mxa_env_flag("MXA_OPENCL_EXACT_EXP");
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d -DMXA_STAGES=%d -DMXA_PNQ=%d%s%s%s",
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d -DMXA_STAGES=%d -DMXA_PNQ=%d%s%s%s%s",
              r->s.d, call->bc, no_async ? 1 : stages, desc->placement == MXA_PLACEMENT_PNQ,
              exact_exp ? " -DMXA_EXACT_EXP" : "", no_async ? " -DMXA_NO_CP_ASYNC" : "",
-             mxa_env_flag("MXA_OPENCL_PER_BLOCK_QK") ? " -DMXA_QK_CHAIN=0" : "");
+             mxa_env_flag("MXA_OPENCL_PER_BLOCK_QK") ? " -DMXA_QK_CHAIN=0" : "", r->extra_options);
     const size_t sf = sizeof(float);
     mxa_status st;
     if ((st = mxa_cl_scratch(d, SCRATCH_QP, qrows * dim, &q8)) || (st = mxa_cl_scratch(d, SCRATCH_QS, qrows * dim / 32 * sf, &qe)) ||
@@ -317,72 +341,203 @@ static const char *mma_unsuitable(const cl_impl *d, const mxa_attention_call *ca
     return NULL;
 }
 
-mxa_status mxa_cl_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info)
+/* A host side array uploaded (without waiting: the call's host memory outlives the work) into
+ * `slot`, or a buffer of the device; absent: a placeholder the kernel never reads. */
+static mxa_status side_in(run *r, const mxa_side_array *a, size_t esize, int slot, side *out)
 {
-    cl_impl *d = impl;
-    run r;
-    memset(&r, 0, sizeof r);
-    r.d = d;
-    r.call = call;
+    cl_impl *d = r->d;
+    const cl_ulong plane = (cl_ulong)a->nq * (cl_ulong)a->nk;
+    memset(out, 0, sizeof *out);
+    out->mem = r->q;
+    if (!a->host && !a->buffer) return MXA_OK;
+    out->bs = a->b == 1 ? 0 : (cl_ulong)a->h * plane;
+    out->hs = a->h == 1 ? 0 : plane;
+    if (a->buffer) {
+        const cl_buffer *b = a->buffer;
+        out->mem = b->mem;
+        out->off = (b->base + a->offset) / esize;
+        return MXA_OK;
+    }
+    const size_t bytes = (size_t)(a->b * a->h) * (size_t)plane * esize;
+    mxa_status st = mxa_cl_scratch(d, slot, bytes, &out->mem);
+    if (st) return st;
+    const cl_event *wait = NULL;
+    const cl_uint nwait = mxa_cl_take_wait(d, &wait);
+    cl_int err = d->cl->EnqueueWriteBuffer(d->target, out->mem, CL_FALSE, 0, bytes, a->host, nwait, wait, NULL);
+    return err == CL_SUCCESS ? MXA_OK : mxa_cl_fail(err, "clEnqueueWriteBuffer (bias or mask)");
+}
+
+/* The extras on the device: bias, mask, key lengths (one fill per batch: the host array may
+ * be gone once the call returns), and the attention program's -D options for them. */
+static mxa_status extras_in(run *r)
+{
+    cl_impl *d = r->d;
+    const mxa_attention_call *call = r->call;
+    mxa_status st;
+    if ((st = side_in(r, &call->bias, sizeof(float), SCRATCH_BIAS, &r->bias)) ||
+        (st = side_in(r, &call->mask, 1, SCRATCH_MASK, &r->mask)))
+        return st;
+    r->klen = r->q;
+    if (call->key_lengths) {
+        if ((st = mxa_cl_scratch(d, SCRATCH_KLEN, (size_t)r->s.b * sizeof(cl_int), &r->klen))) return st;
+        for (cl_int b = 0; b < r->s.b; b++) {
+            const cl_event *wait = NULL;
+            const cl_uint nwait = mxa_cl_take_wait(d, &wait);
+            cl_int err = d->cl->EnqueueFillBuffer(d->target, r->klen, &call->key_lengths[b], sizeof(cl_int),
+                                                  (size_t)b * sizeof(cl_int), sizeof(cl_int), nwait, wait, NULL);
+            if (err != CL_SUCCESS) return mxa_cl_fail(err, "clEnqueueFillBuffer (key lengths)");
+        }
+        r->has_klen = 1;
+    }
+    const int out = call->o_dtype == MXA_F16 ? 1 : call->o_dtype == MXA_BF16 ? 2 : 0;
+    snprintf(r->extra_options, sizeof r->extra_options, "%s%s%s", out == 1 ? " -DMXA_OUT=1" : out == 2 ? " -DMXA_OUT=2" : "",
+             call->bias.host || call->bias.buffer ? " -DMXA_BIAS" : "", call->mask.host || call->mask.buffer ? " -DMXA_MASK" : "");
+    return MXA_OK;
+}
+
+/* Enqueues the whole call on d->target: inputs, extras, kernels, and the reads of host
+ * outputs (without waiting). The kernels' events are left in r->events; *variant is the
+ * variant that ran. On failure the caller finishes the queue (queued uploads read host memory). */
+static mxa_status enqueue_call(cl_impl *d, const mxa_attention_call *call, run *r, cl_variant *variant)
+{
+    memset(r, 0, sizeof *r);
+    r->d = d;
+    r->call = call;
     const int64_t rows = call->q.b * call->q.h * call->q.n;
     if (call->q.n > INT32_MAX / 2 || call->k.n > INT32_MAX / 2 || call->q.b * call->q.h > INT32_MAX)
         return mxa_fail(MXA_ERR_UNSUPPORTED, "opencl attention: shape too large for one launch");
-    r.s = (shape){(cl_int)call->q.b, (cl_int)call->q.h, (cl_int)call->k.h, (cl_int)call->q.n,
-                  (cl_int)call->k.n, (cl_int)call->q.d, 0, 0};
-    r.rule = mxa_cl_rule_args(call->desc.rule);
+    if (call->desc.format != MXA_FORMAT_MXFP4)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "opencl: only the MXFP4 format is implemented");
+    r->s = (shape){(cl_int)call->q.b, (cl_int)call->q.h, (cl_int)call->k.h, (cl_int)call->q.n,
+                   (cl_int)call->k.n, (cl_int)call->q.d, 0, 0};
+    r->rule = mxa_cl_rule_args(call->desc.rule);
     mxa_status st;
-    if ((st = mxa_cl_array_in(d, &call->q, SCRATCH_Q, &r.q, &r.q_off)) ||
-        (st = mxa_cl_array_in(d, &call->k, SCRATCH_K, &r.k, &r.k_off)) ||
-        (st = mxa_cl_array_in(d, &call->v, SCRATCH_V, &r.v, &r.v_off)))
-        goto out;
+    if ((st = mxa_cl_array_in(d, &call->q, SCRATCH_Q, &r->q, &r->q_off)) ||
+        (st = mxa_cl_array_in(d, &call->k, SCRATCH_K, &r->k, &r->k_off)) ||
+        (st = mxa_cl_array_in(d, &call->v, SCRATCH_V, &r->v, &r->v_off)) || (st = extras_in(r)))
+        return st;
     if (call->o.buffer) {
         const cl_buffer *b = call->o.buffer;
-        r.o = b->mem;
-        r.o_off = call->o.offset / sizeof(float);
-    } else if ((st = mxa_cl_scratch(d, SCRATCH_O, (size_t)rows * call->q.d * sizeof(float), &r.o))) {
-        goto out;
+        r->o = b->mem;
+        r->o_off = (b->base + call->o.offset) / (call->o_dtype == MXA_F32 ? sizeof(float) : sizeof(cl_ushort));
+    } else if ((st = mxa_cl_scratch(d, SCRATCH_O, (size_t)rows * call->q.d * sizeof(float), &r->o))) {
+        return st;
     }
-    if ((st = mxa_cl_scratch(d, SCRATCH_LSE, (size_t)rows * sizeof(float), &r.lse))) goto out;
+    r->lse = r->q; /* never written without has_lse */
+    if (call->lse_buffer) {
+        const cl_buffer *b = call->lse_buffer;
+        r->lse = b->mem;
+        r->lse_off = (b->base + call->lse_offset) / sizeof(float);
+        r->has_lse = 1;
+    } else if (call->lse) {
+        if ((st = mxa_cl_scratch(d, SCRATCH_LSE, (size_t)rows * sizeof(float), &r->lse))) return st;
+        r->has_lse = 1;
+    }
 
-    if (call->desc.format != MXA_FORMAT_MXFP4) {
-        st = mxa_fail(MXA_ERR_UNSUPPORTED, "opencl: only the MXFP4 format is implemented");
-        goto out;
-    }
     cl_variant v = d->desc.variant;
     if (v == CL_VARIANT_MMA_PTX) {
         const char *why = mma_unsuitable(d, call);
         if (why) {
             MXA_LOG_D("opencl: %s not used for this call: %s", mxa_cl_variant_names[v], why);
             v = CL_VARIANT_TILED;
-        } else if ((st = run_mma(&r)) != MXA_OK && st != MXA_ERR_OUT_OF_MEMORY) {
+        } else if ((st = run_mma(r)) != MXA_OK && st != MXA_ERR_OUT_OF_MEMORY) {
             /* a driver that rejects the inline PTX: fall back for good, loudly */
             MXA_LOG_W("opencl: %s failed (%s); using %s from now on", mxa_cl_variant_names[v],
                       mxa_last_error_message(), mxa_cl_variant_names[CL_VARIANT_TILED]);
             d->desc.supported[CL_VARIANT_MMA_PTX] = 0;
             d->desc.variant = v = CL_VARIANT_TILED;
-            for (int i = 0; i < r.nevents; i++) d->cl->ReleaseEvent(r.events[i]);
-            r.nevents = 0;
+            for (int i = 0; i < r->nevents; i++) d->cl->ReleaseEvent(r->events[i]);
+            r->nevents = 0;
+            st = MXA_OK;
         }
     }
-    if (st == MXA_ERR_OUT_OF_MEMORY) goto out;
-    if (v == CL_VARIANT_TILED) st = run_tiled(&r);
-    if (st) goto out;
+    if (st) return st;
+    if (v == CL_VARIANT_TILED && (st = run_tiled(r))) return st;
+    *variant = v;
     cl_int err = CL_SUCCESS;
     if (call->o.host)
-        err = d->cl->EnqueueReadBuffer(d->queue, r.o, CL_TRUE, 0, (size_t)rows * call->q.d * sizeof(float),
+        err = d->cl->EnqueueReadBuffer(d->target, r->o, CL_FALSE, 0, (size_t)rows * call->q.d * sizeof(float),
                                        call->o.host, 0, NULL, NULL);
     if (err == CL_SUCCESS && call->lse)
-        err = d->cl->EnqueueReadBuffer(d->queue, r.lse, CL_TRUE, 0, (size_t)rows * sizeof(float), call->lse, 0,
+        err = d->cl->EnqueueReadBuffer(d->target, r->lse, CL_FALSE, 0, (size_t)rows * sizeof(float), call->lse, 0,
                                        NULL, NULL);
-    if (err != CL_SUCCESS) {
-        st = mxa_cl_fail(err, "clEnqueueReadBuffer (output)");
-        goto out;
+    return err == CL_SUCCESS ? MXA_OK : mxa_cl_fail(err, "clEnqueueReadBuffer (output)");
+}
+
+static void release_events(cl_impl *d, cl_event *events, int *count)
+{
+    for (int i = 0; i < *count; i++) d->cl->ReleaseEvent(events[i]);
+    *count = 0;
+}
+
+mxa_status mxa_cl_attention_submit(void *impl, const mxa_attention_call *call, mxa_pending *pending)
+{
+    cl_impl *d = impl;
+    mxa_cl_sync(d); /* one queue, shared scratch: the previous call completes first */
+    d->target = d->queue;
+    run r;
+    cl_variant v = CL_VARIANT_TILED;
+    mxa_status st = enqueue_call(d, call, &r, &v);
+    if (st == MXA_OK && d->cl->Flush(d->queue) != CL_SUCCESS) st = mxa_cl_fail(CL_OUT_OF_RESOURCES, "clFlush");
+    if (st) {
+        d->cl->Finish(d->queue); /* host inputs must outlive queued uploads, also on failure */
+        release_events(d, r.events, &r.nevents);
+        return st;
     }
-    snprintf(info->variant, sizeof info->variant, "%s", mxa_cl_variant_names[v]);
-    info->kernel_seconds = mxa_cl_events_seconds(d, r.events, r.nevents);
-    r.nevents = 0;
-out:
-    d->cl->Finish(d->queue); /* host inputs must outlive queued uploads, also on failure */
-    for (int i = 0; i < r.nevents; i++) d->cl->ReleaseEvent(r.events[i]);
-    return st;
+    cl_inflight *f = &d->inflight;
+    f->pending = pending;
+    memcpy(f->events, r.events, sizeof r.events);
+    f->nevents = r.nevents;
+    f->variant = mxa_cl_variant_names[v];
+    return MXA_OK;
+}
+
+void mxa_cl_attention_wait(void *impl, mxa_pending *pending)
+{
+    cl_impl *d = impl;
+    cl_inflight *f = &d->inflight;
+    if (pending->done || f->pending != pending) return;
+    cl_int err = d->cl->Finish(d->queue);
+    if (err == CL_SUCCESS && f->nevents) err = d->cl->WaitForEvents((cl_uint)f->nevents, f->events);
+    if (err != CL_SUCCESS) {
+        pending->status = mxa_cl_fail(err, "opencl attention (running)");
+        snprintf(pending->message, sizeof pending->message, "%s", mxa_last_error_message());
+        release_events(d, f->events, &f->nevents);
+    } else {
+        pending->status = MXA_OK;
+        snprintf(pending->info.variant, sizeof pending->info.variant, "%s", f->variant);
+        pending->info.kernel_seconds = mxa_cl_events_seconds(d, f->events, f->nevents);
+        f->nevents = 0;
+    }
+    pending->done = 1;
+    f->pending = NULL;
+}
+
+mxa_status mxa_cl_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info)
+{
+    mxa_pending p;
+    memset(&p, 0, sizeof p);
+    p.info.kernel_seconds = -1.0;
+    mxa_status st = mxa_cl_attention_submit(impl, call, &p);
+    if (st) return st;
+    mxa_cl_attention_wait(impl, &p);
+    if (p.status) return mxa_fail(p.status, "%s", p.message);
+    snprintf(info->variant, sizeof info->variant, "%s", p.info.variant);
+    info->kernel_seconds = p.info.kernel_seconds;
+    return MXA_OK;
+}
+
+mxa_status mxa_cl_attention_enqueue(cl_impl *d, const mxa_attention_call *call, cl_event *done)
+{
+    run r;
+    cl_variant v = CL_VARIANT_TILED;
+    mxa_status st = enqueue_call(d, call, &r, &v);
+    if (st == MXA_OK && r.nevents == 0) st = mxa_fail(MXA_ERR_INTERNAL, "opencl attention: no command was enqueued");
+    if (st) {
+        release_events(d, r.events, &r.nevents);
+        return st;
+    }
+    *done = r.events[--r.nevents]; /* the attention kernel: the last command (in order) */
+    release_events(d, r.events, &r.nevents);
+    return MXA_OK;
 }

@@ -3,6 +3,8 @@
 
 const mxa_backend_ops mxa_opencl_backend = {
     .name = "opencl",
+    .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
+              MXA_EXTRA_LSE_BUFFER,
     .probe = mxa_cl_probe,
     .release = mxa_cl_release,
     .open = mxa_cl_open,
@@ -13,4 +15,6 @@ const mxa_backend_ops mxa_opencl_backend = {
     .buffer_download = mxa_cl_buffer_download,
     .quantize = mxa_cl_quantize,
     .attention = mxa_cl_attention,
+    .attention_submit = mxa_cl_attention_submit,
+    .attention_wait = mxa_cl_attention_wait,
 };

@@ -38,7 +38,9 @@ typedef struct cl_scratch {
 } cl_scratch;
 
 enum { SCRATCH_Q, SCRATCH_K, SCRATCH_V, SCRATCH_O, SCRATCH_LSE, SCRATCH_QP, SCRATCH_KP, SCRATCH_VP,
-       SCRATCH_QS, SCRATCH_KS, SCRATCH_VS, SCRATCH_COUNT };
+       SCRATCH_QS, SCRATCH_KS, SCRATCH_VS, SCRATCH_BIAS, SCRATCH_MASK, SCRATCH_KLEN, SCRATCH_COUNT };
+
+#define CL_MAX_EVENTS 8
 
 #define CL_MAX_PROGRAMS 16
 
@@ -50,21 +52,39 @@ typedef struct cl_built {
 
 enum { CL_FAMILY_PREP = 0, CL_FAMILY_TILED = 1, CL_FAMILY_MMA = 2 };
 
+/* An attention call submitted on the device's own queue and not completed yet. */
+typedef struct cl_inflight {
+    mxa_pending *pending; /* NULL when none */
+    cl_event events[CL_MAX_EVENTS]; /* the kernels, for the kernel time */
+    int nevents;
+    const char *variant;
+} cl_inflight;
+
 /* An open device. */
 typedef struct cl_impl {
     cl_device_desc desc;
     const mxa_cl_api *cl;
     cl_context context;
-    cl_command_queue queue;
+    cl_command_queue queue; /* the device's own (profiling, in order) */
+    int adopted;            /* context and device are the application's (retained) */
     cl_built programs[CL_MAX_PROGRAMS];
     int program_count;
     cl_scratch scratch[SCRATCH_COUNT];
     char extra_options[96]; /* the checked MXA_OPENCL_OPTIONS, read at open ("" when none or refused) */
+    /* where attention's commands go (the own queue, or an interop caller's), and what the
+     * first of them waits for (cleared once enqueued) */
+    cl_command_queue target;
+    cl_uint wait_count;
+    const cl_event *wait;
+    cl_inflight inflight;
+    cl_event interop_done; /* the last mxa_opencl_attention_enqueue's work, or NULL */
 } cl_impl;
 
-/* A buffer handed to the runtime. */
+/* A buffer handed to the runtime: bytes [base, base + bytes) of mem (base > 0 only for a
+ * wrapped application buffer, mxa_opencl_buffer_wrap; a multiple of 4). */
 typedef struct cl_buffer {
     cl_mem mem;
+    size_t base;
     size_t bytes;
 } cl_buffer;
 
@@ -73,8 +93,17 @@ mxa_status mxa_cl_probe(mxa_probed_device *devices, int max_devices, int *count,
                         size_t reason_size);
 void mxa_cl_release(mxa_probed_device *devices, int count);
 
+/* cl_probe.c: fills `out` for one device (probe_data malloc'ed); 0 if the device is unusable. */
+int mxa_cl_describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_name, cl_device_id dev,
+                    mxa_probed_device *out);
+
 /* cl_device.c */
 mxa_status mxa_cl_open(const mxa_probed_device *device, void **impl);
+/* Opens over an application's context (retained with the device; NULL: a context of mxa's own). */
+mxa_status mxa_cl_open_in(const mxa_probed_device *device, cl_context context, void **impl);
+/* Completes what is in flight: the own queue's pending call, and the last interop enqueue. Every
+ * operation but the interop enqueue starts with it (one queue, shared scratch). */
+void mxa_cl_sync(cl_impl *d);
 void mxa_cl_close(void *impl);
 mxa_status mxa_cl_buffer_create(void *impl, size_t bytes, void **buffer);
 void mxa_cl_buffer_destroy(void *impl, void *buffer);
@@ -101,7 +130,8 @@ typedef struct cl_args {
     cl_int err;
 } cl_args;
 void mxa_cl_arg(cl_args *a, size_t size, const void *value);
-/* Enqueues the kernel; if `events` is non-NULL the event is appended there. */
+/* Enqueues the kernel on d->target (the first command waits for d->wait); if `events` is
+ * non-NULL the event is appended there. */
 mxa_status mxa_cl_launch(cl_impl *d, cl_args *a, cl_uint dims, const size_t *global, const size_t *local,
                          cl_event *events, int *event_count, const char *what);
 /* Seconds from the first event's start to the last one's end; -1 if unknown. Releases the events. */
@@ -117,5 +147,12 @@ cl_rule_args mxa_cl_rule_args(mxa_rule rule);
 mxa_status mxa_cl_quantize(void *impl, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);
 int mxa_cl_mma_stages(const cl_impl *d, int dim, int bc);
 mxa_status mxa_cl_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info);
+mxa_status mxa_cl_attention_submit(void *impl, const mxa_attention_call *call, mxa_pending *pending);
+void mxa_cl_attention_wait(void *impl, mxa_pending *pending);
+/* Enqueues a call whose arrays are all device buffers on d->target after d->wait; *done is the
+ * event of its last command (never NULL on success). */
+mxa_status mxa_cl_attention_enqueue(cl_impl *d, const mxa_attention_call *call, cl_event *done);
+/* Takes the wait list for the next command (and clears it). */
+cl_uint mxa_cl_take_wait(cl_impl *d, const cl_event **wait);
 
 #endif

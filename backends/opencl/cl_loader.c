@@ -63,6 +63,16 @@ static const char *resolve(void *lib, mxa_cl_api *api)
     SYM(WaitForEvents, "clWaitForEvents");
     SYM(GetEventProfilingInfo, "clGetEventProfilingInfo");
     SYM(ReleaseEvent, "clReleaseEvent");
+    SYM(Flush, "clFlush");
+    SYM(EnqueueFillBuffer, "clEnqueueFillBuffer");
+    SYM(RetainContext, "clRetainContext");
+    SYM(RetainDevice, "clRetainDevice");
+    SYM(ReleaseDevice, "clReleaseDevice");
+    SYM(RetainMemObject, "clRetainMemObject");
+    SYM(RetainEvent, "clRetainEvent");
+    SYM(GetContextInfo, "clGetContextInfo");
+    SYM(GetCommandQueueInfo, "clGetCommandQueueInfo");
+    SYM(GetMemObjectInfo, "clGetMemObjectInfo");
 #undef SYM
     return NULL;
 }

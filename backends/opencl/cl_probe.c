@@ -121,8 +121,8 @@ static void choose_variant(cl_device_desc *dd, mxa_device_info *info)
     snprintf(info->variant, sizeof info->variant, "%s", mxa_cl_variant_names[chosen]);
 }
 
-/* Fills one probed device; returns 0 if the device is unusable. */
-static int describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_name, cl_device_id dev,
+/* Fills one probed device; returns 0 if the device is unusable (cl_internal.h). */
+int mxa_cl_describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_name, cl_device_id dev,
                     mxa_probed_device *out)
 {
     cl_device_desc *dd = calloc(1, sizeof *dd);
@@ -253,7 +253,7 @@ mxa_status mxa_cl_probe(mxa_probed_device *devices, int max_devices, int *count,
             continue;
         if (ndev > MXA_MAX_DEVICES_PER_BACKEND) ndev = MXA_MAX_DEVICES_PER_BACKEND;
         for (cl_uint i = 0; i < ndev && *count < max_devices; i++)
-            if (describe(cl, plats[p], plat_name, devs[i], &devices[*count])) (*count)++;
+            if (mxa_cl_describe(cl, plats[p], plat_name, devs[i], &devices[*count])) (*count)++;
     }
     if (*count == 0) snprintf(reason, reason_size, "%u OpenCL platform(s) but no usable device", nplat);
     else snprintf(reason, reason_size, "%d device(s) on %u platform(s)", *count, nplat);

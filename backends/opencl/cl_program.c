@@ -13,19 +13,29 @@
 #include "log.h"
 #include "status.h"
 
-extern const char mxa_cl_mxfp4[], mxa_cl_prep[], mxa_cl_attention_tiled[], mxa_cl_attention_mma[];
-extern const size_t mxa_cl_mxfp4_size, mxa_cl_prep_size, mxa_cl_attention_tiled_size, mxa_cl_attention_mma_size;
+extern const char mxa_cl_mxfp4[], mxa_cl_prep[], mxa_cl_attention_common[], mxa_cl_attention_tiled[],
+    mxa_cl_attention_mma[];
+extern const size_t mxa_cl_mxfp4_size, mxa_cl_prep_size, mxa_cl_attention_common_size, mxa_cl_attention_tiled_size,
+    mxa_cl_attention_mma_size;
 
-/* Each program is the shared MXFP4 helpers followed by its family's file. */
-static void family_sources(int family, const char *src[2], size_t len[2])
+#define MAX_SOURCES 3
+
+/* Each program is the shared MXFP4 helpers followed by its family's files (the attention
+ * kernels' shared part first); returns how many. */
+static int family_sources(int family, const char *src[MAX_SOURCES], size_t len[MAX_SOURCES])
 {
     src[0] = mxa_cl_mxfp4;
     len[0] = mxa_cl_mxfp4_size;
-    switch (family) {
-    case CL_FAMILY_TILED: src[1] = mxa_cl_attention_tiled; len[1] = mxa_cl_attention_tiled_size; break;
-    case CL_FAMILY_MMA: src[1] = mxa_cl_attention_mma; len[1] = mxa_cl_attention_mma_size; break;
-    default: src[1] = mxa_cl_prep; len[1] = mxa_cl_prep_size; break;
+    if (family == CL_FAMILY_PREP) {
+        src[1] = mxa_cl_prep;
+        len[1] = mxa_cl_prep_size;
+        return 2;
     }
+    src[1] = mxa_cl_attention_common;
+    len[1] = mxa_cl_attention_common_size;
+    src[2] = family == CL_FAMILY_TILED ? mxa_cl_attention_tiled : mxa_cl_attention_mma;
+    len[2] = family == CL_FAMILY_TILED ? mxa_cl_attention_tiled_size : mxa_cl_attention_mma_size;
+    return 3;
 }
 
 /* The kernels each family's program must yield (a cached binary is checked for all of them). */
@@ -46,11 +56,11 @@ static void device_string(const cl_impl *d, cl_device_info what, char *out, size
  * device name and version, driver version, the sources and the options. */
 static void cache_key(const cl_impl *d, int family, const char *options, char *key, size_t size)
 {
-    const char *src[2];
-    size_t len[2];
-    family_sources(family, src, len);
-    uint64_t h = mxa_hash64(src[0], len[0], MXA_HASH_SEED);
-    h = mxa_hash64(src[1], len[1], h);
+    const char *src[MAX_SOURCES];
+    size_t len[MAX_SOURCES];
+    const int n = family_sources(family, src, len);
+    uint64_t h = MXA_HASH_SEED;
+    for (int i = 0; i < n; i++) h = mxa_hash64(src[i], len[i], h);
     char name[MXA_NAME_LEN], version[160], platform_version[200] = "";
     device_string(d, CL_DEVICE_NAME, name, sizeof name);
     device_string(d, CL_DEVICE_VERSION, version, sizeof version);
@@ -221,11 +231,11 @@ mxa_status mxa_cl_program(cl_impl *d, int family, const char *base_options, cl_p
     cache_key(d, family, options, key, sizeof key);
     cl_program p = from_cache(d, family, key, options);
     if (!p) {
-        const char *src[2];
-        size_t len[2];
-        family_sources(family, src, len);
+        const char *src[MAX_SOURCES];
+        size_t len[MAX_SOURCES];
+        const int n = family_sources(family, src, len);
         cl_int err = CL_SUCCESS;
-        p = d->cl->CreateProgramWithSource(d->context, 2, src, len, &err);
+        p = d->cl->CreateProgramWithSource(d->context, (cl_uint)n, src, len, &err);
         if (!p) return mxa_cl_fail(err, "clCreateProgramWithSource");
         mxa_status st = build(d, p, options, "clBuildProgram");
         if (st) {
@@ -261,11 +271,22 @@ mxa_status mxa_cl_launch(cl_impl *d, cl_args *a, cl_uint dims, const size_t *glo
 {
     if (a->err != CL_SUCCESS) return mxa_cl_fail(a->err, "clSetKernelArg");
     cl_event ev = NULL;
-    cl_int err = d->cl->EnqueueNDRangeKernel(d->queue, a->kernel, dims, NULL, global, local, 0, NULL,
+    const cl_event *wait = NULL;
+    const cl_uint nwait = mxa_cl_take_wait(d, &wait);
+    cl_int err = d->cl->EnqueueNDRangeKernel(d->target, a->kernel, dims, NULL, global, local, nwait, wait,
                                              events ? &ev : NULL);
     if (err != CL_SUCCESS) return mxa_cl_fail(err, what);
     if (events) events[(*event_count)++] = ev;
     return MXA_OK;
+}
+
+cl_uint mxa_cl_take_wait(cl_impl *d, const cl_event **wait)
+{
+    const cl_uint n = d->wait_count;
+    *wait = n ? d->wait : NULL;
+    d->wait_count = 0;
+    d->wait = NULL;
+    return n;
 }
 
 double mxa_cl_events_seconds(cl_impl *d, cl_event *events, int count)

@@ -30,6 +30,7 @@ mxa_status mxa_cl_quantize(void *impl, const mxa_array *x, mxa_rule rule, uint8_
     cl_program prog = NULL;
     cl_kernel k = NULL;
     mxa_status st;
+    mxa_cl_sync(d);
     if ((st = mxa_cl_array_in(d, x, SCRATCH_Q, &in, &off)) ||
         (st = mxa_cl_scratch(d, SCRATCH_QS, (size_t)rows * nblocks * 16, &mcodes)) ||
         (st = mxa_cl_scratch(d, SCRATCH_KS, (size_t)rows * nblocks, &mscales)) ||

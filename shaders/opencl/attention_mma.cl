@@ -57,9 +57,11 @@
 #ifdef MXA_EXACT_EXP
 #define EXPS(x) exp(x)
 #define M_TO_NATURAL(m) (m)
+#define BIAS_FACTOR 1.0f
 #else
 #define EXPS(x) native_exp2(x)
 #define M_TO_NATURAL(m) ((m) * LN2)
+#define BIAS_FACTOR LOG2E /* the bias joins the scores in log2 units (docs/attention-inputs.md) */
 #endif
 
 /* one-scale score path (0: per-block scales everywhere, for comparisons) */
@@ -200,9 +202,9 @@ void load_tile(__local uint *buf, int j0, int tid, __global const uint4 *kbase, 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void mxa_attention_mma(__global const uint *q8, __global const float *qe, __global const uint4 *k8,
                        __global const float *ke, __global const uint4 *v8, __global const float *ve,
-                       __global float *o, ulong o_off, __global float *lse, int has_lse, int h, int hkv, int nq,
-                       int nk, int nq_pad, int nk_pad, float score_scale, int causal, int ceil_rule, uint thr,
-                       int pow2_dec)
+                       __global MXA_OUT_T *o, ulong o_off, __global float *lse, int has_lse, int h, int hkv,
+                       int nq, int nk, int nq_pad, int nk_pad, float score_scale, int causal, MXA_EXTRA_PARAMS,
+                       int ceil_rule, uint thr, int pow2_dec)
 {
     /* per stage: K tile int8 [key][d], V tile int8 [d][key] (permuted blocks),
      * 2^(e-1) per (channel block, key) and per (key block, channel) */
@@ -247,8 +249,11 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
 #pragma unroll
         for (int i = 0; i < 4; i++) acc[ct][i] = 0.0f;
 
+    /* the keys this batch has, and with causal the last one any row of this group sees */
+    const int nkb = mxa_keys_of(klen, has_klen, bh / h, nk), shift = mxa_causal_shift(causal, nkb, nq);
+    const mxa_side_rows side = mxa_side_head(bias, bias_off, bias_bs, bias_hs, mask, mask_off, mask_bs, mask_hs, bh, h);
     const int last_row = min(row0 + BR, nq) - 1;
-    const int kend = causal ? clamp(last_row + nk - nq + 1, 0, nk) : nk;
+    const int kend = causal ? clamp(last_row + shift + 1, 0, nkb) : nkb;
     const int ntiles = (kend + MXA_BC - 1) / MXA_BC;
     __global const uint4 *kbase = k8 + (size_t)kvh * nk_pad * (MXA_D / 16);
     __global const uint4 *vbase = v8 + (size_t)kvh * MXA_D * (nk_pad / 16);
@@ -332,16 +337,21 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
 #pragma unroll
                 for (int i = 0; i < 4; i++) s[nt][i] *= score_scale;
         }
-        /* ---- mask, row maxima */
+        /* ---- bias, mask, row maxima */
         float mx[2] = {-INFINITY, -INFINITY};
-        /* masks only where a tile crosses the end of the keys or the causal diagonal */
-        if (j0 + MXA_BC > nk || (causal && j0 + MXA_BC - 1 > row0 + nk - nq)) {
+        /* without a bias or mask: only where a tile crosses the end of the keys or the causal diagonal */
+#if defined(MXA_BIAS) || defined(MXA_MASK)
+        if (1) {
+#else
+        if (j0 + MXA_BC > nkb || (causal && j0 + MXA_BC - 1 > row0 + shift)) {
+#endif
 #pragma unroll
             for (int nt = 0; nt < NT; nt++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const int key = j0 + nt * 8 + 2 * t + (i & 1), row = i < 2 ? ra : rb;
-                    if (key >= nk || (causal && key > row + nk - nq)) s[nt][i] = -INFINITY;
+                    if (key >= nkb || (causal && key > row + shift)) s[nt][i] = -INFINITY;
+                    else if (row < nq) s[nt][i] = mxa_side_apply(s[nt][i], side, row, key, nk, BIAS_FACTOR);
                 }
         }
 #pragma unroll
@@ -462,12 +472,12 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
     for (int r = 0; r < 2; r++) {
         const int row = r ? rb : ra;
         if (row >= nq) continue;
-        __global float *dst = o + o_off + ((size_t)bh * nq + row) * MXA_D + 2 * t;
+        const size_t dst = o_off + ((size_t)bh * nq + row) * MXA_D + 2 * t;
 #pragma unroll
         for (int ct = 0; ct < CT; ct++) {
-            dst[ct * 8] = lt[r] != 0.0f ? acc[ct][2 * r] / lt[r] : 0.0f;
-            dst[ct * 8 + 1] = lt[r] != 0.0f ? acc[ct][2 * r + 1] / lt[r] : 0.0f;
+            mxa_store_out(o, dst + ct * 8, lt[r] != 0.0f ? acc[ct][2 * r] / lt[r] : 0.0f);
+            mxa_store_out(o, dst + ct * 8 + 1, lt[r] != 0.0f ? acc[ct][2 * r + 1] / lt[r] : 0.0f);
         }
-        if (has_lse && t == 0) lse[(size_t)bh * nq + row] = lt[r] != 0.0f ? M_TO_NATURAL(m[r]) + log(lt[r]) : -INFINITY;
+        if (has_lse && t == 0) lse[lse_off + (size_t)bh * nq + row] = lt[r] != 0.0f ? M_TO_NATURAL(m[r]) + log(lt[r]) : -INFINITY;
     }
 }

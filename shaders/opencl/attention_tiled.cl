@@ -15,7 +15,8 @@
  * for bit; only exp() and the order of the final additions differ.
  *
  * Compile-time: MXA_D, MXA_BC (key tile), MXA_BR (rows: 32 or 16),
- * MXA_KC / MXA_VC (K rows / V keys staged in local memory at a time).
+ * MXA_KC / MXA_VC (K rows / V keys staged in local memory at a time), and
+ * attention_common.cl's MXA_OUT, MXA_BIAS, MXA_MASK.
  */
 #define WG 128
 #define TR (MXA_BR / 4)  /* thread rows: each work-item owns 4 query rows */
@@ -43,9 +44,9 @@
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void mxa_attention_tiled(__global const float *qp, __global const float *kt, __global const float *vp,
-                         __global float *o, ulong o_off, __global float *lse, int has_lse, int h, int hkv,
-                         int nq, int nk, int nq_pad, int nk_pad, float scale, int causal, int quant_p,
-                         int pnq, int ceil_rule, uint thr, int pow2_dec)
+                         __global MXA_OUT_T *o, ulong o_off, __global float *lse, int has_lse, int h, int hkv,
+                         int nq, int nk, int nq_pad, int nk_pad, float scale, int causal, MXA_EXTRA_PARAMS,
+                         int quant_p, int pnq, int ceil_rule, uint thr, int pow2_dec)
 {
     __local float4 qs4[MXA_D * MXA_BR / 4]; /* Q tile, transposed: [d][row] */
     __local float4 cs4[CHUNK / 4];          /* K rows [kc][key] or V keys [vk][d] */
@@ -73,9 +74,11 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
         #pragma unroll
         for (int c = 0; c < OC; c++) acc[i][c] = 0.0f;
 
-    /* causal: the last key any row of this group sees (bottom-right aligned) */
+    /* the keys this batch has, and with causal the last one any row of this group sees */
+    const int nkb = mxa_keys_of(klen, has_klen, bh / h, nk), shift = mxa_causal_shift(causal, nkb, nq);
+    const mxa_side_rows side = mxa_side_head(bias, bias_off, bias_bs, bias_hs, mask, mask_off, mask_bs, mask_hs, bh, h);
     const int last_row = min(row0 + MXA_BR, nq) - 1;
-    const int kend = causal ? clamp(last_row + nk - nq + 1, 0, nk) : nk;
+    const int kend = causal ? clamp(last_row + shift + 1, 0, nkb) : nkb;
     const int ntiles = (kend + MXA_BC - 1) / MXA_BC;
 
     for (int t = 0; t < ntiles; t++) {
@@ -130,14 +133,15 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
                 #pragma unroll
                 for (int j = 0; j < SC; j++) s[i][j] += pb[i][j];
         }
-        /* ---- scale and mask (padding and causal: P~ = 0 exactly, never a maximum) */
+        /* ---- scale, bias and mask (hidden keys: P~ = 0 exactly, never a maximum) */
         #pragma unroll
         for (int i = 0; i < 4; i++)
             #pragma unroll
             for (int j = 0; j < SC; j++) {
                 const int r = ty * 4 + i, key = KEY(j), kj = j0 + key;
                 float x = s[i][j] * scale;
-                if (kj >= nk || (causal && kj > row0 + r + nk - nq)) x = -INFINITY;
+                if (kj >= nkb || (causal && kj > row0 + r + shift)) x = -INFINITY;
+                else if (row0 + r < nq) x = mxa_side_apply(x, side, row0 + r, kj, nk, 1.0f);
                 ps[r * SPITCH + key] = x;
             }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -258,12 +262,12 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
         const int r = ty * 4 + i, qi = row0 + r;
         if (qi >= nq) continue;
         const float l = l_s[r];
-        __global float *dst = o + o_off + ((size_t)bh * nq + qi) * MXA_D;
+        const size_t dst = o_off + ((size_t)bh * nq + qi) * MXA_D;
         #pragma unroll
-        for (int c = 0; c < OC; c++) dst[COL(c)] = l != 0.0f ? acc[i][c] / l : 0.0f;
+        for (int c = 0; c < OC; c++) mxa_store_out(o, dst + COL(c), l != 0.0f ? acc[i][c] / l : 0.0f);
     }
     if (has_lse && tid < MXA_BR && row0 + tid < nq) {
         const float l = l_s[tid];
-        lse[(size_t)bh * nq + row0 + tid] = l != 0.0f ? m_s[tid] + log(l) : -INFINITY;
+        lse[lse_off + (size_t)bh * nq + row0 + tid] = l != 0.0f ? m_s[tid] + log(l) : -INFINITY;
     }
 }

@@ -153,19 +153,27 @@ __kernel void mxa_prep_qk(__global const float *x, ulong x_off, int n, int n_pad
         }
 }
 
+/* The keys head bh (of B*hkv) has: n, or its batch's key length (docs/attention-inputs.md:
+ * V is quantized as if the batch had only those, the block holding the last one zero-padded). */
+int mxa_v_keys(__global const int *klen, int has_klen, int hkv, int bh, int n)
+{
+    return has_klen ? klen[bh / hkv] : n;
+}
+
 /*
  * V: optional MXFP4 along the token axis (blocks of 32 keys per channel).
  * One work-item per (channel, key block); global (D, n_pad / 32, B*Hkv).
- * Output [bh][n_pad][D], keys >= n zero.
+ * Output [bh][n_pad][D], keys >= n (or the batch's key length) zero.
  */
-__kernel void mxa_prep_v(__global const float *x, ulong x_off, int n, int n_pad, int d, int quant,
-                         int ceil_rule, uint thr, int pow2_dec, __global float *out)
+__kernel void mxa_prep_v(__global const float *x, ulong x_off, int n, int n_pad, int d,
+                         __global const int *klen, int has_klen, int hkv, int quant, int ceil_rule, uint thr,
+                         int pow2_dec, __global float *out)
 {
     const int c = get_global_id(0), blk = get_global_id(1), bh = get_global_id(2);
     if (c >= d) return;
     __global const float *src = x + x_off + (size_t)bh * n * d + c;
     __global float *dst = out + (size_t)bh * n_pad * d + c;
-    const int j0 = blk * 32, len = clamp(n - j0, 0, 32);
+    const int j0 = blk * 32, len = clamp(mxa_v_keys(klen, has_klen, hkv, bh, n) - j0, 0, 32);
     if (!quant) {
         for (int k = 0; k < 32; k++) dst[(size_t)(j0 + k) * d] = k < len ? src[(size_t)(j0 + k) * d] : 0.0f;
         return;
@@ -255,15 +263,17 @@ int mxa_v_key(int p)
 /* V as int8 codes transposed [bh][D][n_pad] (keys permuted inside each block
  * by mxa_v_key, words by mxa_word_pos) and scales 2^(e-1) [bh][n_pad/32][D]. One work-item per
  * (channel, key block); global (D, n_pad / 32, B*Hkv). */
-__kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_pad, int d, int ceil_rule,
-                            uint thr, int pow2_dec, __global uint *out, __global float *exps)
+__kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_pad, int d,
+                            __global const int *klen, int has_klen, int hkv, int ceil_rule, uint thr,
+                            int pow2_dec, __global uint *out, __global float *exps)
 {
     const int c = get_global_id(0), blk = get_global_id(1), bh = get_global_id(2);
     if (c >= d) return;
     __global const float *src = x + x_off + (size_t)bh * n * d + c;
-    const int j0 = blk * 32, len = clamp(n - j0, 0, 32);
+    const int j0 = blk * 32, len = clamp(mxa_v_keys(klen, has_klen, hkv, bh, n) - j0, 0, 32);
     /* the block's 32 keys at once, without conditions (keys past n read key n - 1 and
-     * are dropped), so that the loads are all in flight together */
+     * are dropped, as are those past the batch's key length), so that the loads are all
+     * in flight together */
     uint bits[32];
 #pragma unroll
     for (int k = 0; k < 32; k++) bits[k] = as_uint(src[(size_t)min(j0 + k, n - 1) * d]);
