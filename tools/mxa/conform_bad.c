@@ -21,6 +21,8 @@ typedef enum bad_kind {
     BAD_OUT_BUF_SMALL, BAD_IN_BUF_F16, BAD_IN_BUF_OFFSET,
     BAD_QUANT_NULL, BAD_QUANT_RULE, BAD_QUANT_DTYPE,
     BAD_ALLOW_NON_FINITE,
+    BAD_BIAS_SHAPE, BAD_BIAS_HEADS, BAD_BIAS_BOOL, BAD_MASK_FLOAT, BAD_MASK_SHAPE, BAD_KEY_LENGTH_OVER, BAD_KEY_LENGTH_NEG,
+    BAD_CAUSAL3, BAD_BIAS_NAN, BAD_BIAS_POS_INF,
 } bad_kind;
 
 static const struct {
@@ -67,6 +69,16 @@ static const struct {
     {"quantize-rule", BAD_QUANT_RULE, MXA_ERR_INVALID_ARGUMENT, "mxa_quantize with q = 5"},
     {"quantize-dtype", BAD_QUANT_DTYPE, MXA_ERR_INVALID_ARGUMENT, "mxa_quantize on dtype 9"},
     {"allow-non-finite", BAD_ALLOW_NON_FINITE, MXA_OK, "NaN input with allow_non_finite: OK or unsupported, no crash, no stray writes"},
+    {"bias-shape", BAD_BIAS_SHAPE, MXA_ERR_INVALID_ARGUMENT, "a bias of Nk - 1 columns"},
+    {"bias-heads", BAD_BIAS_HEADS, MXA_ERR_INVALID_ARGUMENT, "a bias of 2 heads for 4 (neither 1 nor H)"},
+    {"bias-bool", BAD_BIAS_BOOL, MXA_ERR_INVALID_ARGUMENT, "a bias of dtype MXA_BOOL"},
+    {"mask-float", BAD_MASK_FLOAT, MXA_ERR_INVALID_ARGUMENT, "a float32 mask"},
+    {"mask-shape", BAD_MASK_SHAPE, MXA_ERR_INVALID_ARGUMENT, "a mask of Nq - 1 rows"},
+    {"key-length-over", BAD_KEY_LENGTH_OVER, MXA_ERR_INVALID_ARGUMENT, "a key length of Nk + 1"},
+    {"key-length-negative", BAD_KEY_LENGTH_NEG, MXA_ERR_INVALID_ARGUMENT, "a key length of -1"},
+    {"causal-3", BAD_CAUSAL3, MXA_ERR_INVALID_ARGUMENT, "causal = 3 (not none, bottom-right or top-left)"},
+    {"bias-nan", BAD_BIAS_NAN, MXA_ERR_NON_FINITE, "a NaN in a host bias"},
+    {"bias-plus-inf", BAD_BIAS_POS_INF, MXA_ERR_NON_FINITE, "+Inf in a host bias (-inf hides a key; +inf means nothing)"},
 };
 #define BAD_COUNT ((int)(sizeof bads / sizeof bads[0]))
 
@@ -87,11 +99,14 @@ static void run_bad(conform_ctx *ctx, const conform_case *c, conform_result *r)
     if (kind == BAD_D512) d = 512;
     const int64_t nq = (int64_t)B * H * NQ * d, nkv = (int64_t)B * HKV * NK * d;
     float *q = malloc((size_t)nq * 4), *k = malloc((size_t)nkv * 4), *v = malloc((size_t)nkv * 4);
+    float *bias = calloc((size_t)B * H * NQ * NK, 4);
+    uint8_t *mask = malloc((size_t)B * H * NQ * NK);
+    int32_t lengths[B] = {NK, NK};
     conform_guarded go = {0}, gl = {0}, gc = {0}, gs = {0};
     float *o = conform_guarded_alloc(&go, (size_t)nq * 4), *lse = conform_guarded_alloc(&gl, (size_t)B * H * NQ * 4);
     mxa_buffer *buf = NULL;
     char msg[CONFORM_MSG_LEN];
-    if (!q || !k || !v || !o || !lse) {
+    if (!q || !k || !v || !o || !lse || !bias || !mask) {
         conform_fail(r, "out of memory");
         goto out;
     }
@@ -99,7 +114,8 @@ static void run_bad(conform_ctx *ctx, const conform_case *c, conform_result *r)
     for (int64_t i = 0; i < nq; i++) q[i] = (float)conform_normal(&g);
     for (int64_t i = 0; i < nkv; i++) k[i] = (float)conform_normal(&g), v[i] = (float)conform_normal(&g);
 
-    mxa_tensor tq, tk, tv, to, tl;
+    memset(mask, 1, (size_t)B * H * NQ * NK);
+    mxa_tensor tq, tk, tv, to, tl, side;
     mxa_tensor_init(&tq, MXA_F32, B, H, NQ, d, q);
     mxa_tensor_init(&tk, MXA_F32, B, HKV, NK, d, k);
     mxa_tensor_init(&tv, MXA_F32, B, HKV, NK, d, v);
@@ -171,6 +187,19 @@ static void run_bad(conform_ctx *ctx, const conform_case *c, conform_result *r)
     case BAD_QUANT_RULE:
     case BAD_QUANT_DTYPE: quantize = 1; break;
     case BAD_ALLOW_NON_FINITE: desc.allow_non_finite = 1, q[3] = NAN; break;
+    case BAD_BIAS_SHAPE: mxa_tensor_init(&side, MXA_F32, B, H, NQ, NK - 1, bias), desc.bias = &side; break;
+    case BAD_BIAS_HEADS: mxa_tensor_init(&side, MXA_F32, 1, 2, NQ, NK, bias), desc.bias = &side; break;
+    case BAD_BIAS_BOOL: mxa_tensor_init(&side, MXA_BOOL, B, H, NQ, NK, mask), desc.bias = &side; break;
+    case BAD_MASK_FLOAT: mxa_tensor_init(&side, MXA_F32, B, 1, NQ, NK, bias), desc.mask = &side; break;
+    case BAD_MASK_SHAPE: mxa_tensor_init(&side, MXA_BOOL, B, 1, NQ - 1, NK, mask), desc.mask = &side; break;
+    case BAD_KEY_LENGTH_OVER: lengths[1] = NK + 1, desc.key_lengths = lengths; break;
+    case BAD_KEY_LENGTH_NEG: lengths[0] = -1, desc.key_lengths = lengths; break;
+    case BAD_CAUSAL3: desc.causal = 3; break;
+    case BAD_BIAS_NAN:
+    case BAD_BIAS_POS_INF:
+        bias[H * NQ * NK - 18] = kind == BAD_BIAS_NAN ? NAN : INFINITY; /* near the end of a [1, H] bias */
+        mxa_tensor_init(&side, MXA_F32, 1, H, NQ, NK, bias), desc.bias = &side;
+        break;
     default: break;
     }
 
@@ -200,6 +229,10 @@ static void run_bad(conform_ctx *ctx, const conform_case *c, conform_result *r)
     if (kind == BAD_ALLOW_NON_FINITE) {
         if (st != MXA_OK && st != MXA_ERR_UNSUPPORTED)
             conform_fail(r, "allow_non_finite with a NaN: %s (%s), expected OK or MXA_ERR_UNSUPPORTED", mxa_status_string(st), m);
+    } else if (st == MXA_ERR_UNSUPPORTED && want == MXA_ERR_NON_FINITE && desc.bias &&
+               conform_extras_skip_unsupported(1)) { /* the backend does not take a bias: it cannot look at one */
+        r->status = CONFORM_UNSUPPORTED;
+        snprintf(r->message, sizeof r->message, "%s", m);
     } else if (st != want) {
         conform_fail(r, "%s: got %s (%s), expected %s", bads[c->index].what, mxa_status_string(st), m, mxa_status_string(want));
     } else if (!m || !*m || strchr(m, '\n')) {
@@ -228,6 +261,8 @@ out:
     free(q);
     free(k);
     free(v);
+    free(bias);
+    free(mask);
 }
 
 int conform_add_bad_cases(conform_case_list *list)
