@@ -8,7 +8,7 @@ function(mxa_hip_bytes file var)
   set(${var} "${hex}0x00" PARENT_SCOPE)
 endfunction()
 
-set(headers mxa_hip_prelude.h mxa_hip_args.h mxa_hip_format.h mxa_hip_mfma.h mxa_attn_mfma.h)
+set(headers mxa_hip_prelude.h mxa_hip_args.h mxa_hip_format.h mxa_hip_half.h mxa_hip_mfma.h mxa_attn_mfma.h)
 set(body "/* Generated from shaders/hip by backends/hip/embed_sources.cmake: do not edit. */\n")
 mxa_hip_bytes("${SRC_DIR}/mxa_prep.hip" bytes)
 string(APPEND body "const char mxa_hip_src_prep[] = {\n${bytes}};\n")

@@ -15,13 +15,19 @@ typedef int hipError_t; /* hipSuccess = 0 */
 typedef int hiprtcResult; /* HIPRTC_SUCCESS = 0 */
 typedef void *hipModule_t;
 typedef void *hipFunction_t;
-typedef void *hipStream_t;
+typedef struct ihipStream_t *hipStream_t; /* as ROCm declares them (include/mxa/mxa_hip.h) */
+typedef struct ihipEvent_t *hipEvent_t;
 typedef void *hiprtcProgram;
 
 #define MXA_HIP_SUCCESS 0
 #define MXA_HIP_ERROR_OUT_OF_MEMORY 2
 #define MXA_HIP_ERROR_NO_DEVICE 100
 #define MXA_HIPRTC_ERROR_COMPILATION 6
+
+/* hipPointer_attribute values (ROCm >= 5, the CUDA driver API's numbering). */
+#define MXA_HIP_POINTER_DEVICE_ORDINAL 9
+#define MXA_HIP_POINTER_RANGE_START 11
+#define MXA_HIP_POINTER_RANGE_SIZE 12
 
 /* hipDeviceAttribute_t values (the ROCm >= 5 enum). */
 #define MXA_HIP_ATTR_MAX_THREADS_PER_BLOCK 56
@@ -57,10 +63,22 @@ typedef struct mxa_hip_api {
     hipError_t (*hipGetDeviceProperties)(void *prop, int device); /* R0600 or R0000, see arch_offset */
     size_t arch_offset;
     hipError_t (*hipSetDevice)(int device);
+    hipError_t (*hipGetDevice)(int *device);
     hipError_t (*hipMalloc)(void **ptr, size_t bytes);
     hipError_t (*hipFree)(void *ptr);
     hipError_t (*hipMemcpyHtoD)(void *dst, const void *src, size_t bytes);
     hipError_t (*hipMemcpyDtoH)(void *dst, const void *src, size_t bytes);
+    hipError_t (*hipMemcpyHtoDAsync)(void *dst, const void *src, size_t bytes, hipStream_t stream);
+    hipError_t (*hipStreamCreate)(hipStream_t *stream);
+    hipError_t (*hipStreamDestroy)(hipStream_t stream);
+    hipError_t (*hipStreamWaitEvent)(hipStream_t stream, hipEvent_t event, unsigned flags);
+    hipError_t (*hipEventCreate)(hipEvent_t *event);
+    hipError_t (*hipEventDestroy)(hipEvent_t event);
+    hipError_t (*hipEventRecord)(hipEvent_t event, hipStream_t stream);
+    hipError_t (*hipEventSynchronize)(hipEvent_t event);
+    hipError_t (*hipEventElapsedTime)(float *ms, hipEvent_t start, hipEvent_t stop);
+    /* Optional (NULL when the runtime lacks it): which device a pointer belongs to. */
+    hipError_t (*hipPointerGetAttribute)(void *data, int attribute, void *ptr);
     hipError_t (*hipModuleLoadData)(hipModule_t *module, const void *image);
     hipError_t (*hipModuleUnload)(hipModule_t module);
     hipError_t (*hipModuleGetFunction)(hipFunction_t *fn, hipModule_t module, const char *name);

@@ -41,8 +41,7 @@ static mxa_status arch_name(const mxa_hip_api *api, int device, char *out, size_
     return st;
 }
 
-/* Fills one probed device; MXA_ERR_UNSUPPORTED (with the error message) skips it. */
-static mxa_status probe_one(mxa_hip_api *api, int ordinal, mxa_probed_device *pd)
+mxa_status mxa_hip_probe_device(mxa_hip_api *api, int ordinal, mxa_probed_device *pd)
 {
     mxa_device_info *info = &pd->info;
     char arch_text[MXA_HIP_ARCH_LEN], rt[32];
@@ -111,7 +110,7 @@ static mxa_status hip_probe(mxa_probed_device *devices, int max_devices, int *co
         n = MXA_MAX_DEVICES_PER_BACKEND;
     }
     for (int i = 0; i < n && found < max_devices; i++) {
-        st = probe_one(api, i, &devices[found]);
+        st = mxa_hip_probe_device(api, i, &devices[found]);
         if (st == MXA_OK) {
             found++;
             continue;
@@ -148,71 +147,161 @@ static void hip_release(mxa_probed_device *devices, int count)
     }
 }
 
+/* Every call selects the device first (a handle may move between threads) and gives
+ * the thread its previous device back after: an application's thread is not moved. */
+mxa_status mxa_hip_enter(mxa_hip_device *dev, int *previous)
+{
+    if (dev->api->hipGetDevice(previous) != MXA_HIP_SUCCESS) *previous = -1;
+    hipError_t e = *previous == dev->ordinal ? MXA_HIP_SUCCESS : dev->api->hipSetDevice(dev->ordinal);
+    return e == MXA_HIP_SUCCESS ? MXA_OK : mxa_hip_fail(dev->api, e, "hipSetDevice");
+}
+
+void mxa_hip_leave(mxa_hip_device *dev, int previous)
+{
+    if (previous >= 0 && previous != dev->ordinal) dev->api->hipSetDevice(previous);
+}
+
+/* Frees what open created, then gives the thread its `previous` device back. Waits for
+ * the device's last call first: its scratch and modules may still be in use on an
+ * application's stream. */
+static void device_free(mxa_hip_device *dev, int previous)
+{
+    mxa_hip_api *api = dev->api;
+    if (dev->done_recorded) api->hipEventSynchronize(dev->done);
+    mxa_hip_free(dev, dev->scratch);
+    if (dev->start) api->hipEventDestroy(dev->start);
+    if (dev->done) api->hipEventDestroy(dev->done);
+    if (dev->stream) api->hipStreamDestroy(dev->stream);
+    for (int i = 0; i < dev->kernel_count; i++) api->hipModuleUnload(dev->kernels[i].module);
+    mxa_hip_leave(dev, previous);
+    free(dev->kernels);
+    free(dev);
+    mxa_hip_api_release(api);
+}
+
 static mxa_status hip_open(const mxa_probed_device *device, void **impl)
 {
     const mxa_hip_probe *data = device->probe_data;
     mxa_hip_device *dev = calloc(1, sizeof *dev);
     if (!dev) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "hip: out of memory");
-    hipError_t e = data->api->hipSetDevice(data->ordinal);
-    if (e != MXA_HIP_SUCCESS) {
-        free(dev);
-        return mxa_hip_fail(data->api, e, "hipSetDevice");
-    }
     mxa_hip_api_retain(data->api);
     dev->api = data->api;
     dev->ordinal = data->ordinal;
     dev->arch = data->arch;
     dev->choice = data->choice;
+    int previous = -1;
+    mxa_status st = mxa_hip_enter(dev, &previous);
+    const mxa_hip_api *api = dev->api;
+    hipError_t e;
+    if (!st && (e = api->hipStreamCreate(&dev->stream)) != MXA_HIP_SUCCESS) st = mxa_hip_fail(api, e, "hipStreamCreate");
+    if (!st && (e = api->hipEventCreate(&dev->start)) != MXA_HIP_SUCCESS) st = mxa_hip_fail(api, e, "hipEventCreate");
+    if (!st && (e = api->hipEventCreate(&dev->done)) != MXA_HIP_SUCCESS) st = mxa_hip_fail(api, e, "hipEventCreate");
+    if (st) {
+        device_free(dev, previous);
+        return st;
+    }
+    mxa_hip_leave(dev, previous);
     *impl = dev;
     return MXA_OK;
 }
 
+/* Closing completes a submitted call (its host outputs are written) and waits for the last one. */
 static void hip_close(void *impl)
 {
     mxa_hip_device *dev = impl;
     if (!dev) return;
-    for (int i = 0; i < dev->kernel_count; i++) dev->api->hipModuleUnload(dev->kernels[i].module);
-    free(dev->kernels);
-    mxa_hip_api_release(dev->api);
-    free(dev);
-}
-
-/* Every call selects the device first: a handle may move between threads. */
-static mxa_status select_device(mxa_hip_device *dev)
-{
-    hipError_t e = dev->api->hipSetDevice(dev->ordinal);
-    return e == MXA_HIP_SUCCESS ? MXA_OK : mxa_hip_fail(dev->api, e, "hipSetDevice");
+    int previous = -1;
+    if (mxa_hip_enter(dev, &previous) != MXA_OK) mxa_clear_error();
+    mxa_hip_complete_pending(dev);
+    device_free(dev, previous);
 }
 
 static mxa_status hip_buffer_create(void *impl, size_t bytes, void **buffer)
 {
     mxa_hip_device *dev = impl;
-    mxa_status st = select_device(dev);
-    return st ? st : mxa_hip_alloc(dev, bytes, buffer);
+    mxa_hip_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "hip: out of memory");
+    int previous;
+    mxa_status st = mxa_hip_enter(dev, &previous);
+    if (!st) {
+        mxa_hip_complete_pending(dev);
+        st = mxa_hip_alloc(dev, bytes, &buf->ptr);
+        mxa_hip_leave(dev, previous);
+    }
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *buffer = buf;
+    return MXA_OK;
 }
 
 static void hip_buffer_destroy(void *impl, void *buffer)
 {
     mxa_hip_device *dev = impl;
-    if (select_device(dev) == MXA_OK) mxa_hip_free(dev, buffer);
+    mxa_hip_buffer *buf = buffer;
+    if (!buf) return;
+    int previous;
+    if (mxa_hip_enter(dev, &previous) == MXA_OK) {
+        mxa_hip_complete_pending(dev);
+        if (!buf->wrapped) mxa_hip_free(dev, buf->ptr);
+        mxa_hip_leave(dev, previous);
+    }
+    free(buf);
 }
 
 static mxa_status hip_buffer_upload(void *impl, void *buffer, size_t offset, const void *src, size_t bytes)
 {
     mxa_hip_device *dev = impl;
-    mxa_status st = select_device(dev);
+    int previous;
+    mxa_status st = mxa_hip_enter(dev, &previous);
     if (st) return st;
-    hipError_t e = dev->api->hipMemcpyHtoD((char *)buffer + offset, src, bytes);
+    mxa_hip_complete_pending(dev);
+    hipError_t e = dev->api->hipMemcpyHtoD(mxa_hip_buffer_at(buffer, offset), src, bytes);
+    mxa_hip_leave(dev, previous);
     return e == MXA_HIP_SUCCESS ? MXA_OK : mxa_hip_fail(dev->api, e, "hipMemcpyHtoD");
 }
 
 static mxa_status hip_buffer_download(void *impl, void *buffer, size_t offset, void *dst, size_t bytes)
 {
     mxa_hip_device *dev = impl;
-    mxa_status st = select_device(dev);
+    int previous;
+    mxa_status st = mxa_hip_enter(dev, &previous);
     if (st) return st;
-    hipError_t e = dev->api->hipMemcpyDtoH(dst, (const char *)buffer + offset, bytes);
+    mxa_hip_complete_pending(dev);
+    hipError_t e = dev->api->hipMemcpyDtoH(dst, mxa_hip_buffer_at(buffer, offset), bytes);
+    mxa_hip_leave(dev, previous);
     return e == MXA_HIP_SUCCESS ? MXA_OK : mxa_hip_fail(dev->api, e, "hipMemcpyDtoH");
+}
+
+mxa_status mxa_hip_buffer_wrap_handle(mxa_hip_device *dev, void *ptr, size_t size, void **handle)
+{
+    const mxa_hip_api *api = dev->api;
+    if (api->hipPointerGetAttribute) { /* else the runtime cannot tell, and neither can we */
+        int ordinal = -1;
+        void *start = NULL;
+        size_t range = 0;
+        hipError_t e = api->hipPointerGetAttribute(&ordinal, MXA_HIP_POINTER_DEVICE_ORDINAL, ptr);
+        if (e != MXA_HIP_SUCCESS)
+            return mxa_fail(MXA_ERR_INVALID_ARGUMENT,
+                            "mxa_hip_buffer_wrap: %p is not device memory the HIP runtime knows (hipPointerGetAttribute: %s (%d))",
+                            ptr, api->hipGetErrorString(e) ? api->hipGetErrorString(e) : "?", e);
+        if (ordinal != dev->ordinal)
+            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_hip_buffer_wrap: %p is memory of HIP device %d, not of device %d",
+                            ptr, ordinal, dev->ordinal);
+        if (api->hipPointerGetAttribute(&start, MXA_HIP_POINTER_RANGE_START, ptr) == MXA_HIP_SUCCESS &&
+            api->hipPointerGetAttribute(&range, MXA_HIP_POINTER_RANGE_SIZE, ptr) == MXA_HIP_SUCCESS && start &&
+            ((size_t)((char *)ptr - (char *)start) > range || size > range - (size_t)((char *)ptr - (char *)start)))
+            return mxa_fail(MXA_ERR_INVALID_ARGUMENT,
+                            "mxa_hip_buffer_wrap: %zu bytes at %p run past the end of its %zu-byte allocation at %p", size,
+                            ptr, range, start);
+    }
+    mxa_hip_buffer *buf = calloc(1, sizeof *buf);
+    if (!buf) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_hip_buffer_wrap: out of memory");
+    buf->ptr = ptr;
+    buf->wrapped = 1;
+    *handle = buf;
+    return MXA_OK;
 }
 
 static mxa_status hip_quantize(void *impl, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales)
@@ -223,8 +312,11 @@ static mxa_status hip_quantize(void *impl, const mxa_array *x, mxa_rule rule, ui
     const long long rows = x->b * x->h * x->n;
     const int nblocks = (int)((x->d + 31) / 32);
     const long long blocks = rows * nblocks;
-    mxa_status st = select_device(dev);
-    if (st || (st = mxa_hip_prep_kernels(dev, &prep))) return st;
+    int previous;
+    mxa_status st = mxa_hip_enter(dev, &previous);
+    if (st) return st;
+    mxa_hip_complete_pending(dev);
+    if ((st = mxa_hip_prep_kernels(dev, &prep))) goto out;
     if (blocks / MXA_HIP_QUANT_THREADS + 1 > 0x7fffffffLL) {
         st = mxa_fail(MXA_ERR_UNSUPPORTED, "hip: %lld blocks is more than one launch covers", blocks);
         goto out;
@@ -236,7 +328,7 @@ static mxa_status hip_quantize(void *impl, const mxa_array *x, mxa_rule rule, ui
                                (unsigned long long)(uintptr_t)dscales, rows, (int)x->d, nblocks,
                                rule.kind == MXA_RULE_CEIL, rule.q};
     const unsigned groups = (unsigned)((blocks + MXA_HIP_QUANT_THREADS - 1) / MXA_HIP_QUANT_THREADS);
-    if ((st = mxa_hip_launch(dev, prep->fn_a, "mxa_quantize_rows", groups, 1, 1, MXA_HIP_QUANT_THREADS, &args)))
+    if ((st = mxa_hip_launch(dev, NULL, prep->fn_a, "mxa_quantize_rows", groups, 1, 1, MXA_HIP_QUANT_THREADS, &args)))
         goto out;
     hipError_t e = dev->api->hipMemcpyDtoH(codes, dcodes, (size_t)blocks * 16);
     if (e == MXA_HIP_SUCCESS) e = dev->api->hipMemcpyDtoH(scales, dscales, (size_t)blocks);
@@ -245,11 +337,14 @@ out:
     mxa_hip_free(dev, owned);
     mxa_hip_free(dev, dcodes);
     mxa_hip_free(dev, dscales);
+    mxa_hip_leave(dev, previous);
     return st;
 }
 
 const mxa_backend_ops mxa_hip_backend = {
     .name = "hip",
+    .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
+              MXA_EXTRA_LSE_BUFFER,
     .probe = hip_probe,
     .release = hip_release,
     .open = hip_open,
@@ -260,4 +355,6 @@ const mxa_backend_ops mxa_hip_backend = {
     .buffer_download = hip_buffer_download,
     .quantize = hip_quantize,
     .attention = mxa_hip_attention,
+    .attention_submit = mxa_hip_attention_submit,
+    .attention_wait = mxa_hip_attention_wait,
 };

@@ -56,22 +56,22 @@ mxa_status mxa_hip_prep_kernels(mxa_hip_device *dev, const mxa_hip_kernel **out)
     return get_kernel(dev, "mxa_prep", mxa_hip_src_prep, "", entries, out);
 }
 
-mxa_status mxa_hip_attention_kernel(mxa_hip_device *dev, int d, int bc, mxa_hip_variant variant,
+mxa_status mxa_hip_attention_kernel(mxa_hip_device *dev, int d, int bc, mxa_hip_variant variant, int extras,
                                     const mxa_hip_kernel **out)
 {
     static const char *const entries[3] = {"mxa_attention", NULL, NULL};
     char options[128];
-    snprintf(options, sizeof options, "-DMXA_D=%d -DMXA_BC=%d -DMXA_VARIANT=%d -DMXA_MFMA_K16=%d", d, bc,
-             (int)variant, dev->arch.mfma_i8_k == 16);
+    snprintf(options, sizeof options, "-DMXA_D=%d -DMXA_BC=%d -DMXA_VARIANT=%d -DMXA_MFMA_K16=%d -DMXA_EXTRAS=%d", d,
+             bc, (int)variant, dev->arch.mfma_i8_k == 16, extras != 0);
     return get_kernel(dev, "mxa_attention", mxa_hip_src_attention, options, entries, out);
 }
 
-mxa_status mxa_hip_launch(mxa_hip_device *dev, hipFunction_t fn, const char *name, unsigned gx, unsigned gy,
-                          unsigned gz, unsigned threads, void *args)
+mxa_status mxa_hip_launch(mxa_hip_device *dev, hipStream_t stream, hipFunction_t fn, const char *name, unsigned gx,
+                          unsigned gy, unsigned gz, unsigned threads, void *args)
 {
     if (gx == 0 || gy == 0 || gz == 0) return MXA_OK; /* nothing to do */
     void *params[1] = {args};
-    hipError_t e = dev->api->hipModuleLaunchKernel(fn, gx, gy, gz, threads, 1, 1, 0, NULL, params, NULL);
+    hipError_t e = dev->api->hipModuleLaunchKernel(fn, gx, gy, gz, threads, 1, 1, 0, stream, params, NULL);
     if (e != MXA_HIP_SUCCESS) {
         char call[96];
         snprintf(call, sizeof call, "hipModuleLaunchKernel(%s, grid %ux%ux%u)", name, gx, gy, gz);
@@ -98,11 +98,16 @@ void mxa_hip_free(mxa_hip_device *dev, void *ptr)
     if (ptr) dev->api->hipFree(ptr);
 }
 
+void *mxa_hip_buffer_at(void *handle, size_t offset)
+{
+    return (char *)((mxa_hip_buffer *)handle)->ptr + offset;
+}
+
 mxa_status mxa_hip_array_ptr(mxa_hip_device *dev, const mxa_array *a, void **ptr, void **owned)
 {
     *owned = NULL;
     if (!a->host) {
-        *ptr = (char *)a->buffer + a->offset;
+        *ptr = mxa_hip_buffer_at(a->buffer, a->offset);
         return MXA_OK;
     }
     const size_t bytes = (size_t)(a->b * a->h * a->n * a->d) * sizeof(float);

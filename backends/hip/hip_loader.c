@@ -78,8 +78,10 @@ typedef struct symbol {
 static const symbol symbols[] = {
     SYM(hipInit, 0), SYM(hipGetDeviceCount, 0), SYM(hipRuntimeGetVersion, 0),
     SYM(hipDriverGetVersion, 0), SYM(hipDeviceGetName, 0), SYM(hipDeviceGetAttribute, 0),
-    SYM(hipDeviceTotalMem, 0), SYM(hipSetDevice, 0), SYM(hipMalloc, 0), SYM(hipFree, 0),
-    SYM(hipMemcpyHtoD, 0), SYM(hipMemcpyDtoH, 0), SYM(hipModuleLoadData, 0),
+    SYM(hipDeviceTotalMem, 0), SYM(hipSetDevice, 0), SYM(hipGetDevice, 0), SYM(hipMalloc, 0), SYM(hipFree, 0),
+    SYM(hipMemcpyHtoD, 0), SYM(hipMemcpyDtoH, 0), SYM(hipMemcpyHtoDAsync, 0), SYM(hipStreamCreate, 0),
+    SYM(hipStreamDestroy, 0), SYM(hipStreamWaitEvent, 0), SYM(hipEventCreate, 0), SYM(hipEventDestroy, 0),
+    SYM(hipEventRecord, 0), SYM(hipEventSynchronize, 0), SYM(hipEventElapsedTime, 0), SYM(hipModuleLoadData, 0),
     SYM(hipModuleUnload, 0), SYM(hipModuleGetFunction, 0), SYM(hipModuleLaunchKernel, 0),
     SYM(hipDeviceSynchronize, 0), SYM(hipGetErrorString, 0),
     SYM(hiprtcVersion, 1), SYM(hiprtcCreateProgram, 1), SYM(hiprtcCompileProgram, 1),
@@ -144,6 +146,8 @@ mxa_status mxa_hip_api_load(mxa_hip_api **out, char *reason, size_t reason_size)
             goto out;
         }
     }
+    if (!resolve(api->hip_lib, "hipPointerGetAttribute", &api->hipPointerGetAttribute))
+        api->hipPointerGetAttribute = NULL; /* only the wrap check of mxa_hip_buffer_wrap uses it */
     if (resolve(api->hip_lib, "hipGetDevicePropertiesR0600", &api->hipGetDeviceProperties))
         api->arch_offset = MXA_HIP_PROP_R0600_ARCH_OFFSET;
     else if (resolve(api->hip_lib, "hipGetDeviceProperties", &api->hipGetDeviceProperties))

@@ -5,7 +5,10 @@
  *   -DMXA_BC=<n>          key-tile size (multiple of 32)
  *   -DMXA_VARIANT=<id>    MXA_HIP_VARIANT_SCALAR | _MFMA_I8 | _MFMA_FP4
  *   -DMXA_MFMA_K16=1      int8 MFMA with K=16 (gfx94x/gfx950; else K=8, gfx908/gfx90a)
- * Everything else (recipe switches, shapes, causal) is a run-time argument.
+ *   -DMXA_EXTRAS=1        reads the bias, mask and key lengths (docs/attention-inputs.md);
+ *                         the 0 build, the usual call, has none of their loads
+ * Everything else (recipe switches, shapes, causal alignment, output type) is
+ * a run-time argument.
  *
  * The scalar variant: one workgroup per query row, following
  * runtime/reference.c operation by operation (the same fp32 operations in the
@@ -15,7 +18,11 @@
 #include "mxa_hip_prelude.h"
 #include "mxa_hip_args.h"
 #include "mxa_hip_format.h"
+#include "mxa_hip_half.h"
 
+#ifndef MXA_EXTRAS
+#define MXA_EXTRAS 0
+#endif
 #ifndef MXA_D
 #error "MXA_D is required"
 #endif
@@ -30,6 +37,37 @@
 #endif
 
 #define MXA_DB (MXA_D / 32) /* blocks along D */
+
+/* Keys batch `bb` has: its key length, or all nk. */
+MXA_DEV int mxa_batch_keys(const mxa_hip_attn_args &a, int bb)
+{
+#if MXA_EXTRAS
+    if (a.key_lengths) return ((const int *)a.key_lengths)[bb];
+#else
+    (void)bb;
+#endif
+    return a.nk;
+}
+
+/* The last key query row i may see of the nk its batch has (it sees none below 0). */
+MXA_DEV long long mxa_last_visible(const mxa_hip_attn_args &a, long long i, int nk)
+{
+    if (a.flags & MXA_HIP_CAUSAL) return i + nk - a.nq;
+    if (a.flags & MXA_HIP_CAUSAL_TOP_LEFT) return i;
+    return nk - 1;
+}
+
+#if MXA_EXTRAS
+/* Row i's bias and mask (nk entries each, or NULL) for batch bb, head hh. */
+MXA_DEV const float *mxa_bias_row(const mxa_hip_attn_args &a, int bb, int hh, long long i)
+{
+    return a.bias ? (const float *)a.bias + bb * a.bias_bstride + hh * a.bias_hstride + i * a.nk : 0;
+}
+MXA_DEV const mxa_u8 *mxa_mask_row(const mxa_hip_attn_args &a, int bb, int hh, long long i)
+{
+    return a.mask ? (const mxa_u8 *)a.mask + bb * a.mask_bstride + hh * a.mask_hstride + i * a.nk : 0;
+}
+#endif
 
 #if MXA_VARIANT == MXA_HIP_VARIANT_SCALAR
 
@@ -92,7 +130,12 @@ MXA_KERNEL void mxa_attention(mxa_hip_attn_args a)
     const long long qr = ((long long)bb * a.h + hh) * a.nq + i;
     const long long kr0 = ((long long)bb * a.hkv + kvh) * a.nk;
     const long long vr0 = ((long long)bb * a.hkv + kvh) * MXA_D;
-    const long long last_visible = (a.flags & MXA_HIP_CAUSAL) ? i + a.nk - a.nq : a.nk - 1;
+    const int nk = mxa_batch_keys(a, bb); /* kr0 and the bias rows keep the stride a.nk */
+    const long long last_visible = mxa_last_visible(a, i, nk);
+#if MXA_EXTRAS
+    const float *bias = mxa_bias_row(a, bb, hh, i);
+    const mxa_u8 *mask = mxa_mask_row(a, bb, hh, i);
+#endif
     const int qp = (a.flags & MXA_HIP_Q_P) != 0;
     const int use_hat = (a.flags & MXA_HIP_PNQ) || !qp;
 
@@ -101,17 +144,25 @@ MXA_KERNEL void mxa_attention(mxa_hip_attn_args a)
     float m = -MXA_INF;
     if (t == 0) sh_l = 0.0f;
 
-    for (int j0 = 0; j0 < a.nk; j0 += MXA_BC) {
-        const int len = a.nk - j0 < MXA_BC ? a.nk - j0 : MXA_BC;
+    for (int j0 = 0; j0 < nk; j0 += MXA_BC) {
+        const int len = nk - j0 < MXA_BC ? nk - j0 : MXA_BC;
         const int nblk = (len + 31) / 32;
         for (int j = t; j < len; j += MXA_T) {
-            if (j0 + j > last_visible) {
+#if MXA_EXTRAS
+            const int hidden = mask && !mask[j0 + j];
+#else
+            const int hidden = 0;
+#endif
+            if (j0 + j > last_visible || hidden) {
                 s[j] = -MXA_INF;
                 continue;
             }
             float dot = 0.0f;
             for (int blk = 0; blk < MXA_DB; blk++) dot += mxa_qk_block(a, qr, kr0 + j0 + j, blk);
             s[j] = dot * a.scale;
+#if MXA_EXTRAS
+            if (bias) s[j] += bias[j0 + j]; /* one fp32 addition, as the reference */
+#endif
         }
         MXA_SYNC();
         if (t == 0) {
@@ -161,11 +212,10 @@ MXA_KERNEL void mxa_attention(mxa_hip_attn_args a)
     }
     MXA_SYNC();
     const float l = sh_l;
-    float *o = (float *)a.o + qr * MXA_D;
     const int empty = l == 0.0f && m == -MXA_INF;
     for (int k = 0; k < MXA_CPT; k++) {
         const int c = t + k * MXA_T;
-        if (c < MXA_D) o[c] = empty ? 0.0f : acc[k] / l;
+        if (c < MXA_D) mxa_store_out(a.o, a.o_dtype, qr * MXA_D + c, empty ? 0.0f : acc[k] / l);
     }
     if (t == 0) ((float *)a.lse)[qr] = empty ? -MXA_INF : m + MXA_LOGF(l);
 }

@@ -68,7 +68,7 @@ MXA_KERNEL void mxa_attention(mxa_hip_attn_args a)
     const long long qr0 = ((long long)bb * a.h + hh) * a.nq;
     const long long kr0 = ((long long)bb * a.hkv + kvh) * a.nk;
     const long long vr0 = ((long long)bb * a.hkv + kvh) * MXA_D;
-    const int causal = (a.flags & MXA_HIP_CAUSAL) != 0;
+    const int nk = mxa_batch_keys(a, bb); /* kr0 and the bias rows keep the stride a.nk */
     const int use_hat = (a.flags & MXA_HIP_PNQ) != 0; /* P is always quantized here */
     const mxa_u8 *qcodes = (const mxa_u8 *)a.q_codes, *qscales = (const mxa_u8 *)a.q_scales;
     const mxa_u8 *kcodes = (const mxa_u8 *)a.k_codes, *kscales = (const mxa_u8 *)a.k_scales;
@@ -107,17 +107,17 @@ MXA_KERNEL void mxa_attention(mxa_hip_attn_args a)
 
     /* Keys past the last row's last visible key change nothing (alpha = 1, P = 0). */
     const long long last_row = (i0 + 31 < a.nq ? i0 + 31 : a.nq - 1);
-    long long kend = causal ? last_row + a.nk - a.nq + 1 : a.nk;
-    if (kend > a.nk) kend = a.nk;
+    long long kend = mxa_last_visible(a, last_row, nk) + 1;
+    if (kend > nk) kend = nk;
     MXA_SYNC();
 
     for (int j0 = 0; j0 < kend; j0 += MXA_BC) {
-        const int len = a.nk - j0 < MXA_BC ? a.nk - j0 : MXA_BC;
+        const int len = nk - j0 < MXA_BC ? nk - j0 : MXA_BC;
         const int nblk = (len + 31) / 32;
         /* ---- S = Q^ K^T * scale, masked */
         for (int kb = 0; kb < nblk; kb++) {
             const long long key = j0 + kb * 32 + l32;
-            const int kvalid = key < a.nk;
+            const int kvalid = key < nk;
             const long long krow = kr0 + key;
             float sf[16];
 #if MXA_VARIANT == MXA_HIP_VARIANT_MFMA_I8
@@ -146,8 +146,15 @@ MXA_KERNEL void mxa_attention(mxa_hip_attn_args a)
             for (int e = 0; e < 16; e++) {
                 const int r = mxa_mfma_row(e, lane);
                 const long long qi = i0 + r;
-                const long long lv = causal ? qi + a.nk - a.nq : a.nk - 1;
-                s[r][kb * 32 + l32] = (!kvalid || qi >= a.nq || key > lv) ? -MXA_INF : sf[e] * a.scale;
+                int hidden = !kvalid || qi >= a.nq || key > mxa_last_visible(a, qi, nk);
+#if MXA_EXTRAS
+                const mxa_u8 *mask = hidden ? 0 : mxa_mask_row(a, bb, hh, qi);
+                hidden = hidden || (mask && !mask[key]);
+                const float *bias = hidden ? 0 : mxa_bias_row(a, bb, hh, qi);
+                s[r][kb * 32 + l32] = hidden ? -MXA_INF : bias ? sf[e] * a.scale + bias[key] : sf[e] * a.scale;
+#else
+                s[r][kb * 32 + l32] = hidden ? -MXA_INF : sf[e] * a.scale;
+#endif
             }
         }
         MXA_SYNC();
@@ -240,8 +247,8 @@ MXA_KERNEL void mxa_attention(mxa_hip_attn_args a)
         if (qi >= a.nq) continue;
         const float l = l_sh[r], m = m_sh[r];
         const int empty = l == 0.0f && m == -MXA_INF;
-        float *o = (float *)a.o + (qr0 + qi) * MXA_D + l32;
-        for (int dc = 0; dc < MXA_DB; dc++) o[dc * 32] = empty ? 0.0f : acc[dc][e] / l;
+        const long long at = (qr0 + qi) * MXA_D + l32;
+        for (int dc = 0; dc < MXA_DB; dc++) mxa_store_out(a.o, a.o_dtype, at + dc * 32, empty ? 0.0f : acc[dc][e] / l);
     }
     if (lane < 32 && qvalid) {
         const float l = l_sh[lane], m = m_sh[lane];

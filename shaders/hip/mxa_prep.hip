@@ -5,7 +5,8 @@
  *                      (the reference's butterfly order, so identical fp32
  *                      results), then MXFP4 blocks along D.
  *   mxa_prep_v:        one thread per (head, column, token block): V^T blocks
- *                      along the token axis, keys beyond nk are zero padding.
+ *                      along the token axis, keys beyond nk (or the batch's key
+ *                      length) are zero padding.
  * Compiled once per device: no -D options.
  */
 #include "mxa_hip_prelude.h"
@@ -78,10 +79,13 @@ MXA_KERNEL void mxa_prep_v(mxa_hip_prep_args a)
     const long long head = id / per_head;
     const int c = (int)((id % per_head) / a.kblocks), blk = (int)(id % a.kblocks);
     const float *src = (const float *)a.src + head * a.nk * a.d;
+    /* A batch with a key length has only that many tokens: the block holding its
+     * last key is zero-padded after it, whatever the padding tokens hold. */
+    const int nk = a.key_lengths ? ((const int *)a.key_lengths)[head / a.hkv] : a.nk;
     float x[32];
     for (int i = 0; i < 32; i++) {
         const int token = blk * 32 + i;
-        x[i] = token < a.nk ? src[(long long)token * a.d + c] : 0.0f;
+        x[i] = token < nk ? src[(long long)token * a.d + c] : 0.0f;
     }
     if (!a.quantize) {
         float *dst = (float *)a.f32 + id * 32;

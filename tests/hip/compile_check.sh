@@ -49,6 +49,12 @@ compile() { # arch name file defines...
         fail=$((fail + 1))
     fi
 }
+# Both builds of an attention configuration: without and with the extras (bias, mask, key lengths).
+attention() { # arch name defines...
+    local arch=$1 name=$2; shift 2
+    compile "$arch" "$name" "$src/mxa_attention.hip" "$@" -DMXA_EXTRAS=0
+    compile "$arch" "$name-extras" "$src/mxa_attention.hip" "$@" -DMXA_EXTRAS=1
+}
 for entry in $plan; do
     arch=${entry%%:*}
     variants=${entry#*:}
@@ -57,13 +63,13 @@ for entry in $plan; do
     for v in ${variants//,/ }; do
         case $v in
         scalar) for cfg in "32 32" "128 64" "256 4096"; do set -- $cfg
-                    compile "$arch" "scalar-d$1-bc$2" "$src/mxa_attention.hip" -DMXA_D=$1 -DMXA_BC=$2 -DMXA_VARIANT=0; done ;;
+                    attention "$arch" "scalar-d$1-bc$2" -DMXA_D=$1 -DMXA_BC=$2 -DMXA_VARIANT=0; done ;;
         i8k8)   for cfg in "64 64" "128 128" "256 256"; do set -- $cfg
-                    compile "$arch" "mfma-i8-d$1-bc$2" "$src/mxa_attention.hip" -DMXA_D=$1 -DMXA_BC=$2 -DMXA_VARIANT=1 -DMXA_MFMA_K16=0; done ;;
+                    attention "$arch" "mfma-i8-d$1-bc$2" -DMXA_D=$1 -DMXA_BC=$2 -DMXA_VARIANT=1 -DMXA_MFMA_K16=0; done ;;
         i8k16)  for cfg in "64 64" "128 128" "256 256"; do set -- $cfg
-                    compile "$arch" "mfma-i8-d$1-bc$2" "$src/mxa_attention.hip" -DMXA_D=$1 -DMXA_BC=$2 -DMXA_VARIANT=1 -DMXA_MFMA_K16=1; done ;;
+                    attention "$arch" "mfma-i8-d$1-bc$2" -DMXA_D=$1 -DMXA_BC=$2 -DMXA_VARIANT=1 -DMXA_MFMA_K16=1; done ;;
         fp4)    for cfg in "32 32" "64 64" "128 128" "256 256"; do set -- $cfg
-                    compile "$arch" "mfma-fp4-d$1-bc$2" "$src/mxa_attention.hip" -DMXA_D=$1 -DMXA_BC=$2 -DMXA_VARIANT=2; done ;;
+                    attention "$arch" "mfma-fp4-d$1-bc$2" -DMXA_D=$1 -DMXA_BC=$2 -DMXA_VARIANT=2; done ;;
         esac
     done
 done
@@ -73,12 +79,12 @@ case " $skipped " in
 *" gfx950 "*)
     tdir=${MXA_TRITON_DIR:-$(python3 -c 'import os, importlib.util as u; s = u.find_spec("triton"); print(os.path.dirname(s.origin) if s else "")' 2>/dev/null)}
     if [ -n "$tdir" ] && [ -f "$tdir/_C/libtriton.so" ]; then
-        for cfg in "32 32" "64 64" "128 128" "256 256"; do set -- $cfg
-            if python3 "$here/gfx950_via_ir.py" "$cc" "$src" "$tdir" "$1" "$2" >"$out/ir.log" 2>&1; then
-                echo "ok   gfx950 mfma-fp4-d$1-bc$2 (via LLVM IR + triton's LLVM): $(tail -1 "$out/ir.log")"
+        for cfg in "32 32 0" "64 64 0" "128 128 0" "256 256 0" "64 64 1" "128 128 1"; do set -- $cfg
+            if python3 "$here/gfx950_via_ir.py" "$cc" "$src" "$tdir" "$1" "$2" "$3" >"$out/ir.log" 2>&1; then
+                echo "ok   gfx950 mfma-fp4-d$1-bc$2-extras$3 (via LLVM IR + triton's LLVM): $(tail -1 "$out/ir.log")"
                 pass=$((pass + 1))
             else
-                echo "FAIL gfx950 mfma-fp4-d$1-bc$2 (via LLVM IR)"; sed 's/^/    /' "$out/ir.log" | tail -20
+                echo "FAIL gfx950 mfma-fp4-d$1-bc$2-extras$3 (via LLVM IR)"; sed 's/^/    /' "$out/ir.log" | tail -20
                 fail=$((fail + 1))
             fi
         done

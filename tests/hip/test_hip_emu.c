@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "hip_fake_util.h"
+#include "runtime/tensor.h"
 #include "testutil.h"
 
 enum { B = 2, H = 4, HKV = 2, NQ = 37, NK = 70, DMAX = 128 };
@@ -120,6 +121,152 @@ static void test_mfma_fp4(void **state)
     if (e > 1e-12) fail_msg("gfx950 D=32: NMSE %g", e);
 }
 
+/* ---- the optional inputs of docs/attention-inputs.md, 16-bit outputs, lse in a buffer */
+
+static float bias[H * NQ * NK];
+static uint8_t mask[B * NQ * NK];
+static uint16_t o16[B * H * NQ * DMAX];
+
+/* One extras case: bias [1, H, NQ, NK] (a few -inf), mask [B, 1, NQ, NK], key lengths, causal. */
+typedef struct extras_case {
+    int use_bias, use_mask, causal;
+    int32_t lengths[B]; /* {-1, ..}: no key lengths */
+} extras_case;
+
+static void fill_extras(uint64_t seed, int d, const extras_case *c)
+{
+    tu_rng rng = {seed};
+    tu_fill_attention(&rng, q, k, v, B, H, HKV, NQ, NK, d);
+    tu_fill_normal(&rng, bias, H * NQ * NK, 2.0f);
+    for (int i = 0; i < H * NQ * NK; i += 37) bias[i] = -INFINITY;
+    for (int i = 0; i < B * NQ * NK; i++) mask[i] = tu_uniform(&rng) > 0.2;
+    for (int j = 0; j < NK; j++) mask[(1 * NQ + 5) * NK + j] = 0; /* batch 1, row 5 sees nothing */
+    if (c->lengths[0] >= 0) /* padding tokens hold what would dominate a block were they quantized with it */
+        for (int bb = 0; bb < B; bb++)
+            for (int hh = 0; hh < HKV; hh++)
+                for (int j = c->lengths[bb]; j < NK; j++)
+                    for (int e = 0; e < d; e++) k[((bb * HKV + hh) * NK + j) * d + e] = v[((bb * HKV + hh) * NK + j) * d + e] = 1e4f;
+}
+
+/* Runs the case on hip:0 (o, lse on the host, or f16/bf16 o and lse in device buffers) and the reference. */
+static void run_extras(const extras_case *c, int bc, int d, const char *variant, mxa_dtype o_dtype)
+{
+    mxa_attention_desc desc;
+    mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION);
+    desc.causal = c->causal;
+    desc.bc = bc;
+    mxa_tensor tq, tk, tv, to, tl, ro, rl, tb, tm;
+    mxa_tensor_init(&tq, MXA_F32, B, H, NQ, d, q);
+    mxa_tensor_init(&tk, MXA_F32, B, HKV, NK, d, k);
+    mxa_tensor_init(&tv, MXA_F32, B, HKV, NK, d, v);
+    mxa_tensor_init(&to, MXA_F32, B, H, NQ, d, o_hip);
+    mxa_tensor_init(&tl, MXA_F32, B, H, NQ, 1, l_hip);
+    mxa_tensor_init(&ro, MXA_F32, B, H, NQ, d, o_ref);
+    mxa_tensor_init(&rl, MXA_F32, B, H, NQ, 1, l_ref);
+    mxa_tensor_init(&tb, MXA_F32, 1, H, NQ, NK, bias);
+    mxa_tensor_init(&tm, MXA_BOOL, B, 1, NQ, NK, mask);
+    desc.bias = c->use_bias ? &tb : NULL;
+    desc.mask = c->use_mask ? &tm : NULL;
+    desc.key_lengths = c->lengths[0] >= 0 ? c->lengths : NULL;
+    mxa_runtime *rt = NULL;
+    mxa_device *dev = NULL;
+    mxa_buffer *ob = NULL, *lb = NULL;
+    mxa_attention_info info;
+    assert_int_equal(mxa_runtime_create(NULL, &rt), MXA_OK);
+    assert_int_equal(mxa_device_open(rt, "hip:0", &dev), MXA_OK);
+    if (o_dtype != MXA_F32) {
+        assert_int_equal(mxa_buffer_create(dev, (size_t)(B * H * NQ * d) * 2, &ob), MXA_OK);
+        assert_int_equal(mxa_buffer_create(dev, (size_t)(B * H * NQ) * 4, &lb), MXA_OK);
+        to.dtype = o_dtype, to.data = NULL, to.buffer = ob;
+        tl.data = NULL, tl.buffer = lb;
+    }
+    if (mxa_attention(dev, &desc, &tq, &tk, &tv, &to, &tl, &info)) fail_msg("hip attention: %s", mxa_last_error_message());
+    assert_string_equal(info.variant, variant);
+    if (o_dtype != MXA_F32) {
+        assert_int_equal(mxa_buffer_download(ob, 0, o16, (size_t)(B * H * NQ * d) * 2), MXA_OK);
+        assert_int_equal(mxa_buffer_download(lb, 0, l_hip, sizeof l_hip), MXA_OK);
+    }
+    mxa_buffer_destroy(ob);
+    mxa_buffer_destroy(lb);
+    mxa_device_close(dev);
+    mxa_runtime_destroy(rt);
+    if (mxa_reference_attention(&desc, bc, &tq, &tk, &tv, &ro, &rl, NULL)) fail_msg("reference: %s", mxa_last_error_message());
+    for (int i = 0; i < B * H * NQ; i++) assert_true(isfinite(l_ref[i]) == isfinite(l_hip[i]));
+}
+
+/* The 16-bit output against the reference's fp32 output rounded once on the host. */
+static void expect_half(mxa_dtype dt, int d)
+{
+    for (int64_t i = 0; i < (int64_t)B * H * NQ * d; i++) {
+        const uint16_t want = dt == MXA_F16 ? mxa_f32_to_f16(o_ref[i]) : mxa_f32_to_bf16(o_ref[i]);
+        if (o16[i] != want) fail_msg("O[%lld] %s: 0x%04x vs the reference's 0x%04x (%.9g)", (long long)i,
+                                     dt == MXA_F16 ? "f16" : "bf16", o16[i], want, o_ref[i]);
+    }
+    for (int i = 0; i < B * H * NQ; i++)
+        if (memcmp(&l_hip[i], &l_ref[i], 4) != 0) fail_msg("LSE[%d]: %.9g vs reference %.9g", i, l_hip[i], l_ref[i]);
+}
+
+static const extras_case extras_cases[] = {
+    {1, 1, MXA_CAUSAL_NONE, {45, 70}},
+    {1, 0, MXA_CAUSAL_TOP_LEFT, {20, 70}},
+    {0, 1, MXA_CAUSAL_BOTTOM_RIGHT, {0, 50}},
+    {1, 1, MXA_CAUSAL_BOTTOM_RIGHT, {-1, 0}},
+    {0, 0, MXA_CAUSAL_TOP_LEFT, {-1, 0}},
+};
+
+/* Scalar and int8 MFMA follow the reference's operations: bit for bit, f16/bf16 included.
+ * (The emulator is slow: every case on the main configurations, two on the others.) */
+static void test_extras_exact(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *arch, *kernel, *variant;
+        int d, bc, cases;
+    } runs[] = {{"gfx942", "hip-scalar", "hip-scalar", 64, 64, 5}, {"gfx942", "hip-scalar", "hip-scalar", 32, 32, 2},
+                {"gfx942", NULL, "hip-mfma-i8", 64, 64, 5},        {"gfx90a", NULL, "hip-mfma-i8", 64, 64, 2}};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++)
+        for (int i = 0; i < runs[r].cases; i++) {
+            emulate(runs[r].arch, runs[r].kernel);
+            fill_extras(2000 + (uint64_t)i, runs[r].d, &extras_cases[i]);
+            run_extras(&extras_cases[i], runs[r].bc, runs[r].d, runs[r].variant, MXA_F32);
+            expect_exact(runs[r].d);
+            if (i > 1) continue;
+            const mxa_dtype half = i ? MXA_BF16 : MXA_F16;
+            run_extras(&extras_cases[i], runs[r].bc, runs[r].d, runs[r].variant, half);
+            expect_half(half, runs[r].d);
+        }
+}
+
+/* gfx950's instruction sums two blocks before adding: NMSE-close, LSE within conformance's 1e-3. */
+static void test_extras_fp4(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < 3; i++) {
+        emulate("gfx950", NULL);
+        fill_extras(3000 + i, 64, &extras_cases[i]);
+        run_extras(&extras_cases[i], 64, 64, "hip-mfma-fp4", MXA_F32);
+        const double e = tu_nmse(o_hip, o_ref, (int64_t)B * H * NQ * 64);
+        if (e > 1e-12) fail_msg("gfx950 extras case %zu: NMSE %g", i, e);
+        for (int r = 0; r < B * H * NQ; r++)
+            if (isfinite(l_ref[r]) && fabsf(l_hip[r] - l_ref[r]) > 1e-3f) fail_msg("LSE[%d] %g vs %g", r, l_hip[r], l_ref[r]);
+    }
+}
+
+/* The key lengths reach the kernel: without them the same inputs give another result. */
+static void test_extras_matter(void **state)
+{
+    (void)state;
+    const extras_case with = {0, 0, MXA_CAUSAL_NONE, {45, 33}}, without = {0, 0, MXA_CAUSAL_NONE, {-1, 0}};
+    emulate("gfx942", "hip-scalar");
+    fill_extras(4000, 64, &with);
+    run_extras(&without, 64, 64, "hip-scalar", MXA_F32);
+    static float plain[B * H * NQ * DMAX];
+    memcpy(plain, o_hip, sizeof plain);
+    run_extras(&with, 64, 64, "hip-scalar", MXA_F32);
+    expect_exact(64);
+    assert_true(tu_nmse(plain, o_hip, (int64_t)B * H * NQ * 64) > 1e-3);
+}
+
 static void test_quantize(void **state)
 {
     (void)state;
@@ -157,6 +304,9 @@ int main(void)
         cmocka_unit_test(test_scalar),
         cmocka_unit_test(test_mfma_i8),
         cmocka_unit_test(test_mfma_fp4),
+        cmocka_unit_test(test_extras_exact),
+        cmocka_unit_test(test_extras_fp4),
+        cmocka_unit_test(test_extras_matter),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     fake_end();

@@ -37,15 +37,16 @@ void mxa_emu_run(unsigned gx, unsigned gy, unsigned gz, unsigned threads, const 
 
 typedef void (*emu_attention_fn)(unsigned, unsigned, unsigned, unsigned, const void *);
 extern "C" void emu_prep(const char *fn, unsigned gx, unsigned threads, const void *args);
-#define EMU_CONFIG(name, d, bc, variant, k16) extern "C" void name(unsigned, unsigned, unsigned, unsigned, const void *);
+#define EMU_CONFIG(name, d, bc, variant, k16, extras) \
+    extern "C" void name(unsigned, unsigned, unsigned, unsigned, const void *);
 #include "emu_configs.h"
 #undef EMU_CONFIG
 
 static const struct {
-    int d, bc, variant, k16;
+    int d, bc, variant, k16, extras;
     emu_attention_fn fn;
 } configs[] = {
-#define EMU_CONFIG(name, d, bc, variant, k16) {d, bc, variant, k16, name},
+#define EMU_CONFIG(name, d, bc, variant, k16, extras) {d, bc, variant, k16, extras, name},
 #include "emu_configs.h"
 #undef EMU_CONFIG
 };
@@ -56,8 +57,25 @@ static int option(const char *image, const char *name)
     return p ? std::atoi(p + std::strlen(name)) : -1;
 }
 
-// Runs a launch on the host. 0, or 500 (hipErrorNotFound) when no emulated
-// configuration matches the module's -D options.
+static emu_attention_fn find(const char *image)
+{
+    const int d = option(image, "-DMXA_D="), bc = option(image, "-DMXA_BC="), v = option(image, "-DMXA_VARIANT="),
+              k16 = option(image, "-DMXA_MFMA_K16="), x = option(image, "-DMXA_EXTRAS=");
+    for (const auto &c : configs)
+        if (c.d == d && c.bc == bc && c.variant == v && (v != 1 || c.k16 == k16) && c.extras == x) return c.fn;
+    std::fprintf(stderr, "fake_emu: no emulated mxa_attention for D=%d BC=%d variant=%d k16=%d extras=%d\n", d, bc, v,
+                 k16, x);
+    return nullptr;
+}
+
+// 0 when a launch of `fn` from the module `image` can run here, else 500 (hipErrorNotFound).
+extern "C" int fake_emu_known(const char *fn, const char *image);
+extern "C" int fake_emu_known(const char *fn, const char *image)
+{
+    return std::strcmp(fn, "mxa_attention") != 0 || find(image) ? 0 : 500;
+}
+
+// Runs a launch on the host (the double asked fake_emu_known first).
 extern "C" int fake_emu_launch(const char *fn, const char *image, unsigned gx, unsigned gy, unsigned gz,
                                unsigned threads, void **params);
 extern "C" int fake_emu_launch(const char *fn, const char *image, unsigned gx, unsigned gy, unsigned gz,
@@ -67,13 +85,8 @@ extern "C" int fake_emu_launch(const char *fn, const char *image, unsigned gx, u
         emu_prep(fn, gx, threads, params[0]);
         return 0;
     }
-    const int d = option(image, "-DMXA_D="), bc = option(image, "-DMXA_BC="), v = option(image, "-DMXA_VARIANT="),
-              k16 = option(image, "-DMXA_MFMA_K16=");
-    for (const auto &c : configs)
-        if (c.d == d && c.bc == bc && c.variant == v && (v != 1 || c.k16 == k16)) {
-            c.fn(gx, gy, gz, threads, params[0]);
-            return 0;
-        }
-    std::fprintf(stderr, "fake_emu: no emulated mxa_attention for D=%d BC=%d variant=%d k16=%d\n", d, bc, v, k16);
-    return 500;
+    const emu_attention_fn f = find(image);
+    if (!f) return 500;
+    f(gx, gy, gz, threads, params[0]);
+    return 0;
 }
