@@ -36,7 +36,7 @@ def path(name):
 # ---------------------------------------------------------------- .npy files
 
 def npy_bytes(shape, values, descr="<f4", version=1, fortran=False, dict_text=None):
-    fmt = {"<f4": "f", "<f2": "e", "|u1": "B", "<f8": "d", "<i4": "i"}[descr]
+    fmt = {"<f4": "f", "<f2": "e", "|u1": "B", "|b1": "?", "<f8": "d", "<i4": "i"}[descr]
     shape_text = "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
     header = dict_text if dict_text is not None else \
         "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, shape_text)
@@ -540,7 +540,9 @@ def test_attention():
         (["--quantize", "qk,qk"], "--quantize qk,qk"),
         (["--quantize", "qk,"], "--quantize qk,"),
         (["--quantize="], "non-empty value"),
-        (["--causal=1"], "takes no value"),
+        (["--causal=1"], "--causal 1: expected one of none, bottom-right, top-left"),
+        (["--causal", "sideways"], "--causal sideways: expected one of none, bottom-right, top-left"),
+        (["--causal="], "needs a non-empty value"),
         (["--stats=yes"], "takes no value"),
         (["--scale", "-1"], "--scale -1: expected a finite number > 0"),
         (["--scale", "0"], "--scale 0"),
@@ -594,6 +596,107 @@ def test_attention():
         "not a multiple of 32", 1, o)
     check(good(["attention", "--q", "q96.npy", "--k", "q96.npy", "--v", "q96.npy", "--out", "o.npy",
                 "--hadamard", "off"]).startswith("wrote"), "D=96 runs without the rotation")
+    test_attention_extras(rng)
+
+
+def naive_extras(q, k, v, b_, h, nq, nk, d, causal, bias, bias_h, mask, lengths):
+    """float64 of docs/attention-inputs.md: bias [1, H] or None, mask [B, 1] or None, causal 0/1/2."""
+    out, lse = [], []
+    for b in range(b_):
+        n = lengths[b] if lengths else nk
+        for hh in range(h):
+            for i in range(nq):
+                qi = q[((b * h + hh) * nq + i) * d:][:d]
+                scores = []
+                for j in range(n):
+                    if (causal == 1 and j > i + n - nq) or (causal == 2 and j > i) or \
+                            (mask and not mask[(b * nq + i) * nk + j]):
+                        continue
+                    s = sum(x * y for x, y in zip(qi, k[((b * h + hh) * nk + j) * d:][:d])) / math.sqrt(d)
+                    if bias:
+                        s += bias[(((hh if bias_h > 1 else 0) * nq) + i) * nk + j]
+                    if s != -math.inf:
+                        scores.append((j, s))
+                if not scores:
+                    out += [0.0] * d
+                    lse.append(-math.inf)
+                    continue
+                m = max(s for _, s in scores)
+                w = [(j, math.exp(s - m)) for j, s in scores]
+                total = sum(x for _, x in w)
+                lse.append(m + math.log(total))
+                for c in range(d):
+                    out.append(sum(x * v[((b * h + hh) * nk + j) * d + c] for j, x in w) / total)
+    return out, lse
+
+
+def test_attention_extras(rng):
+    """--bias, --mask (bool or uint8), --key-lengths and --causal ALIGN against float64."""
+    b_, h, nq, nk, d = 2, 2, 6, 45, 32
+    q, k, v = normal(rng, b_ * h * nq * d), normal(rng, b_ * h * nk * d), normal(rng, b_ * h * nk * d)
+    bias = [rng.uniform(-11.0, 3.0) for _ in range(h * nq * nk)]
+    mask = [int(rng.random() > 0.2 or j == 0) for j in range(b_ * nq * nk)]
+    save("q.npy", (b_, h, nq, d), q)
+    save("k.npy", (b_, h, nk, d), k)
+    save("v.npy", (b_, h, nk, d), v)
+    save("bias.npy", (h, nq, nk), bias)  # rank 3: [1, H, Nq, Nk]
+    save("mask.npy", (b_, 1, nq, nk), mask, descr="|b1")
+    save("mask8.npy", (b_, 1, nq, nk), mask, descr="|u1")
+    base = ["attention", "--q", "q.npy", "--k", "k.npy", "--v", "v.npy", "--out", "o.npy", "--lse", "l.npy",
+            "--recipe", "fp32", "--device", "cpu"]
+    for causal, align in ((0, "none"), (1, "bottom-right"), (2, "top-left")):
+        for use_bias, use_mask, lengths in ((True, False, None), (False, True, None), (True, True, [30, 45]),
+                                            (False, False, [0, 17])):
+            args = base + ["--causal", align] + (["--bias", "bias.npy"] if use_bias else []) + \
+                (["--mask", "mask.npy"] if use_mask else []) + \
+                (["--key-lengths", ",".join(str(x) for x in lengths)] if lengths else [])
+            good(args)
+            o, l = load("o.npy")[2], load("l.npy")[2]
+            ro, rl = naive_extras(q, k, v, b_, h, nq, nk, d, causal, bias if use_bias else None, h,
+                                  mask if use_mask else None, lengths)
+            err = nmse(o, ro)
+            what = "%s bias %s mask %s lengths %s" % (align, use_bias, use_mask, lengths)
+            check(err < 1e-10, "fp32 with %s vs float64: NMSE %g" % (what, err))
+            check(all((x == y) if math.isinf(y) else abs(x - y) < 1e-4 for x, y in zip(l, rl)),
+                  "lse with %s vs float64" % what)
+    # a uint8 mask is the bool mask; the bare --causal is bottom-right, as before
+    good(base + ["--mask", "mask.npy"])
+    first = load("o.npy")
+    good(base + ["--mask", "mask8.npy"])
+    check(load("o.npy") == first, "a uint8 mask gives the bool mask's output")
+    good(base + ["--causal"])
+    first = load("o.npy")
+    good(base + ["--causal", "bottom-right"])
+    check(load("o.npy") == first, "--causal alone is bottom-right")
+    good(base + ["--causal", "none"])
+    first = load("o.npy")
+    good(base)
+    check(load("o.npy") == first, "--causal none is no causal mask")
+    out = good(base + ["--bias", "bias.npy", "--causal", "top-left", "--stats"])
+    check("vs reference" in out and "causal top-left" in out, "--stats with a bias, top-left: %r" % out)
+
+    # mistakes: one line each, nothing written
+    save("bias_nan.npy", (h, nq, nk), [math.nan if i == 7 else 0.0 for i in range(h * nq * nk)])
+    save("bias_short.npy", (h, nq, nk - 1), [0.0] * (h * nq * (nk - 1)))
+    save("bias_r1.npy", (nk,), [0.0] * nk)
+    save("maskf.npy", (b_, 1, nq, nk), [1.0] * (b_ * nq * nk))
+    for f in ("o.npy", "l.npy"):
+        os.remove(path(f)) if os.path.exists(path(f)) else None
+    o = ["o.npy", "l.npy"]
+    for extra, message in [
+        (["--key-lengths", "3"], "--key-lengths: 1 length for a batch of 2 (one per batch)"),
+        (["--key-lengths", "3,x"], "--key-lengths x"),
+        (["--key-lengths", "3,,4"], "expected a comma-separated list of lengths"),
+        (["--key-lengths", "3,-1"], "--key-lengths -1"),
+        (["--key-lengths", "3,46"], "key_lengths[1] = 46 is outside [0, Nk = 45]"),
+        (["--bias", "bias_nan.npy"], "mxa: bias_nan.npy: element 7 is NaN"),
+        (["--bias", "bias_short.npy"], "bias is [1, 2, 6, 44]"),
+        (["--bias", "bias_r1.npy"], "bias_r1.npy: shape (45,); a bias is"),
+        (["--bias", "mask.npy"], "mask.npy: dtype bool is not a bias"),
+        (["--mask", "maskf.npy"], "maskf.npy: dtype float32 is not a mask"),
+        (["--mask", "missing.npy"], "missing.npy: cannot open"),
+    ]:
+        bad(base + extra, message, None, o)
 
 
 # ---------------------------------------------------------------- outputs

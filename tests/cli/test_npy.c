@@ -87,6 +87,7 @@ static void test_header_forms(void **state)
         {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", NPY_F32, 2, 2, 6},
         {1, "{'descr': '<f2', 'fortran_order': False, 'shape': (5,), }   ", NPY_F16, 1, 5, 5},
         {1, "{'descr': '|u1', 'fortran_order': False, 'shape': (), }", NPY_U8, 0, 0, 1},
+        {1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 5), }", NPY_BOOL, 2, 2, 10},
         {2, "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 1, 2), }", NPY_F32, 3, 4, 8},
         {3, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", NPY_F32, 1, 3, 3},
         {1, "{\"shape\": (2,3,), \"descr\": \"<f4\", \"fortran_order\": False}", NPY_F32, 2, 2, 6},

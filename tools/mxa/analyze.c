@@ -51,8 +51,8 @@ int an_load(const char *path, an_tensor *t)
     if (cli_read_npy(path, &a)) return CLI_FAIL;
     npy_shape_string(a.rank, a.shape, shape, sizeof shape);
     int rc = CLI_FAIL;
-    if (a.dtype == NPY_U8) {
-        cli_error("%s: dtype uint8 is not a tensor to analyze (expected float32, float16 or float64)", path);
+    if (a.dtype != NPY_F32 && a.dtype != NPY_F16) {
+        cli_error("%s: dtype %s is not a tensor to analyze (expected float32, float16 or float64)", path, npy_dtype_name(a.dtype));
         goto out;
     }
     if (a.rank < 2 || a.rank > 4 || a.count == 0) {

@@ -5,7 +5,9 @@
  * [N, D] (the same rank for all three; k and v may have fewer heads: GQA).
  * The output is float32 with q's shape; --lse writes q's shape without D.
  * The recipe sets every switch; the other flags override one each.
+ * --bias, --mask, --key-lengths and --causal ALIGN are docs/attention-inputs.md.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 #include "measure.h"
 
 enum { OPT_Q, OPT_K, OPT_V, OPT_OUT, OPT_RECIPE, OPT_HADAMARD, OPT_RULE, OPT_PLACEMENT, OPT_QUANTIZE, OPT_CAUSAL,
-       OPT_SCALE, OPT_BC, OPT_LSE, OPT_DEVICE, OPT_STATS, OPT_COUNT };
+       OPT_BIAS, OPT_MASK, OPT_KEY_LENGTHS, OPT_SCALE, OPT_BC, OPT_LSE, OPT_DEVICE, OPT_STATS, OPT_COUNT };
 
 typedef struct input {
     const char *path;
@@ -58,15 +60,78 @@ static int load_input(const char *path, int want_rank, input *in)
     return CLI_OK;
 }
 
-/* A rejected input value ("q: element 77 is NaN ...") is reported against its
- * file; the element index is the flat index in the file too. */
-static void input_error(mxa_status st, const input *q, const input *k, const input *v)
+/* Reads a bias (float) or mask (bool or uint8) [B|1, H|1, Nq, Nk], [H, Nq, Nk] or [Nq, Nk]
+ * as a 4-D tensor; the library checks the shape against q and k. */
+static int load_side(const char *path, int is_mask, input *in)
+{
+    char shape[200];
+    mxa_status st;
+    in->path = path;
+    if (cli_read_npy(path, &in->a)) return CLI_FAIL;
+    npy_shape_string(in->a.rank, in->a.shape, shape, sizeof shape);
+    const int is_bytes = in->a.dtype == NPY_U8 || in->a.dtype == NPY_BOOL;
+    if (is_mask != is_bytes) {
+        cli_error("%s: dtype %s is not a %s (expected %s)", path, npy_dtype_name(in->a.file_dtype), is_mask ? "mask" : "bias",
+                  is_mask ? "bool or uint8, 0 = hidden" : "float32, float16 or float64");
+        return CLI_FAIL;
+    }
+    if (in->a.rank < 2 || in->a.rank > 4 || in->a.count == 0) {
+        cli_error("%s: shape %s; a %s is [B or 1, H or 1, Nq, Nk], [H, Nq, Nk] or [Nq, Nk]", path, shape,
+                  is_mask ? "mask" : "bias");
+        return CLI_FAIL;
+    }
+    int64_t d[4] = {1, 1, 1, 1};
+    for (int i = 0; i < in->a.rank; i++) d[4 - in->a.rank + i] = in->a.shape[i];
+    const mxa_dtype dt = is_mask ? MXA_BOOL : in->a.dtype == NPY_F16 ? MXA_F16 : MXA_F32;
+    if ((st = mxa_tensor_init(&in->t, dt, d[0], d[1], d[2], d[3], in->a.data))) {
+        cli_library_error(path, st);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+/* "--key-lengths 5,7,..." into `out` (a new array of *count values). */
+static int parse_key_lengths(const char *text, int32_t **out, int64_t *count)
+{
+    int64_t n = 1;
+    for (const char *p = text; *p; p++) n += *p == ',';
+    int32_t *v = malloc((size_t)n * sizeof *v);
+    if (!v) {
+        cli_error("--key-lengths: out of memory");
+        return CLI_FAIL;
+    }
+    const char *p = text;
+    for (int64_t i = 0; i < n; i++) {
+        const char *comma = strchr(p, ',');
+        char item[32];
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        long x;
+        snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
+        if (len == 0 || len >= sizeof item || cli_int("--key-lengths", item, 0, INT32_MAX, 1, &x)) {
+            if (len == 0 || len >= sizeof item)
+                cli_error("--key-lengths %s: expected a comma-separated list of lengths, one per batch", text);
+            free(v);
+            return CLI_USAGE;
+        }
+        v[i] = (int32_t)x;
+        p = comma ? comma + 1 : p + len;
+    }
+    *out = v;
+    *count = n;
+    return CLI_OK;
+}
+
+/* A rejected input value ("q: element 77 is NaN ...", "bias: element 3 is +Inf ...") is
+ * reported against its file; the element index is the flat index in the file too. */
+static void input_error(mxa_status st, const input *q, const input *k, const input *v, const input *bias)
 {
     const char *msg = mxa_last_error_message();
     const input *in = NULL;
+    size_t skip = 3;
     if (st == MXA_ERR_NON_FINITE && msg[0] && msg[1] == ':' && msg[2] == ' ')
         in = msg[0] == 'q' ? q : msg[0] == 'k' ? k : msg[0] == 'v' ? v : NULL;
-    if (in) cli_error("%s: %s", in->path, msg + 3);
+    if (st == MXA_ERR_NON_FINITE && bias->path && strncmp(msg, "bias: ", 6) == 0) in = bias, skip = 6;
+    if (in) cli_error("%s: %s", in->path, msg + skip);
     else cli_library_error("attention", st);
 }
 
@@ -107,6 +172,7 @@ static int build_desc(const cli_option *o, mxa_attention_desc *desc)
     static const char *const recipes[] = {"mxattention", "ocp-direct", "fp32", NULL};
     static const char *const onoff[] = {"on", "off", NULL};
     static const char *const placements[] = {"pnq", "direct", NULL};
+    static const char *const alignments[] = {"none", "bottom-right", "top-left", NULL};
     int rc, choice = 0;
     long bc;
     mxa_recipe recipe = MXA_RECIPE_MXATTENTION;
@@ -125,7 +191,12 @@ static int build_desc(const cli_option *o, mxa_attention_desc *desc)
         desc->placement = choice == 0 ? MXA_PLACEMENT_PNQ : MXA_PLACEMENT_DIRECT;
     }
     if (o[OPT_QUANTIZE].value && (rc = parse_quantize(o[OPT_QUANTIZE].value, &desc->quantize))) return rc;
-    desc->causal = o[OPT_CAUSAL].value != NULL;
+    desc->causal = MXA_CAUSAL_NONE;
+    if (o[OPT_CAUSAL].value && !*o[OPT_CAUSAL].value) desc->causal = MXA_CAUSAL_BOTTOM_RIGHT; /* the bare flag, as before */
+    else if (o[OPT_CAUSAL].value) {
+        if ((rc = cli_choice("--causal", o[OPT_CAUSAL].value, alignments, &choice))) return rc;
+        desc->causal = choice == 2 ? MXA_CAUSAL_TOP_LEFT : choice == 1 ? MXA_CAUSAL_BOTTOM_RIGHT : MXA_CAUSAL_NONE;
+    }
     if (o[OPT_SCALE].value && (rc = cli_positive_float("--scale", o[OPT_SCALE].value, &desc->scale))) return rc;
     if (o[OPT_BC].value) {
         if ((rc = cli_int("--bc", o[OPT_BC].value, 32, 4096, 32, &bc))) return rc;
@@ -157,6 +228,9 @@ static int compute_stats(const mxa_attention_desc *desc, const input *q, const i
     mxa_attention_desc_init(&fp32, MXA_RECIPE_FP32);
     fp32.causal = desc->causal;
     fp32.scale = desc->scale;
+    fp32.bias = desc->bias;
+    fp32.mask = desc->mask;
+    fp32.key_lengths = desc->key_lengths;
     /* the reference run at desc's own placement gives both its output and that placement's row sums */
     const int direct = desc->placement == MXA_PLACEMENT_DIRECT;
     cli_row_stats unused;
@@ -216,7 +290,10 @@ int cmd_attention(int argc, char **argv)
         [OPT_RULE] = {"--rule", "R", "shared-exponent rule: ocp, tfs, uos or q=<x>, x in [6, 8]", NULL},
         [OPT_PLACEMENT] = {"--placement", "pnq|direct", "the row sum adds the quantized P (pnq) or the unquantized P (direct)", NULL},
         [OPT_QUANTIZE] = {"--quantize", "LIST", "what is quantized: a list of qk, v, p, or none", NULL},
-        [OPT_CAUSAL] = {"--causal", NULL, "causal mask, bottom-right aligned", NULL},
+        [OPT_CAUSAL] = {"--causal", "[ALIGN]", "causal mask: bottom-right (also --causal alone: the last row sees every key), top-left (torch's is_causal) or none", NULL},
+        [OPT_BIAS] = {"--bias", "B.npy", "additive bias [B|1, H|1, Nq, Nk] (or [H, Nq, Nk], [Nq, Nk]), float32/16/64, added to the scaled scores; -inf hides a key", NULL},
+        [OPT_MASK] = {"--mask", "M.npy", "boolean mask, the bias's shapes, bool or uint8: 0 hides key j from row i", NULL},
+        [OPT_KEY_LENGTHS] = {"--key-lengths", "L,L,...", "per-batch key lengths (B values in [0, Nk]): batch b has only its first L keys", NULL},
         [OPT_SCALE] = {"--scale", "X", "softmax scale (default 1/sqrt(D))", NULL},
         [OPT_BC] = {"--bc", "N", "key-tile size, a multiple of 32 (default: the device's)", NULL},
         [OPT_LSE] = {"--lse", "L.npy", "also write the per-row log-sum-exp, float32, q's shape without D", NULL},
@@ -224,8 +301,9 @@ int cmd_attention(int argc, char **argv)
         [OPT_STATS] = {"--stats", NULL, "print device, time, accuracy vs the host reference (same recipe, Bc) and its fp32, row sums", NULL},
     };
     cli_spec spec = {"attention", "--q Q.npy --k K.npy --v V.npy --out O.npy [options]",
-                     "Runs MXFP4 attention softmax(q k^T * scale) v on .npy inputs. The recipe sets every\n"
-                     "switch of SPEC.md; --hadamard, --rule, --placement and --quantize override one each.",
+                     "Runs MXFP4 attention softmax(q k^T * scale + bias) v on .npy inputs. The recipe sets every\n"
+                     "switch of SPEC.md; --hadamard, --rule, --placement and --quantize override one each.\n"
+                     "--bias, --mask, --key-lengths and --causal follow docs/attention-inputs.md.",
                      o, OPT_COUNT, 0, 0, {NULL}, 0};
     int rc = cli_parse(&spec, argc, argv);
     if (rc) return rc < 0 ? CLI_OK : rc;
@@ -241,7 +319,9 @@ int cmd_attention(int argc, char **argv)
     const cli_file outs_given[] = {{"--out", o[OPT_OUT].value}, {"--lse", o[OPT_LSE].value}};
     if ((rc = cli_check_files(ins, 3, outs_given, 2))) return rc;
 
-    input q = {0}, k = {0}, v = {0};
+    input q = {0}, k = {0}, v = {0}, bias = {0}, mask = {0};
+    int32_t *lengths = NULL;
+    int64_t nlengths = 0;
     mxa_runtime *rt = NULL;
     mxa_device *dev = NULL;
     float *out = NULL, *lse = NULL;
@@ -249,8 +329,22 @@ int cmd_attention(int argc, char **argv)
     mxa_status st;
     rc = CLI_FAIL;
     if (load_input(o[OPT_Q].value, 0, &q) || load_input(o[OPT_K].value, q.a.rank, &k) ||
-        load_input(o[OPT_V].value, q.a.rank, &v))
+        load_input(o[OPT_V].value, q.a.rank, &v) || (o[OPT_BIAS].value && load_side(o[OPT_BIAS].value, 0, &bias)) ||
+        (o[OPT_MASK].value && load_side(o[OPT_MASK].value, 1, &mask)))
         goto out;
+    if (bias.path) desc.bias = &bias.t;
+    if (mask.path) desc.mask = &mask.t;
+    if (o[OPT_KEY_LENGTHS].value) {
+        if ((rc = parse_key_lengths(o[OPT_KEY_LENGTHS].value, &lengths, &nlengths))) goto out;
+        rc = CLI_FAIL;
+        if (nlengths != q.t.shape[0]) {
+            cli_error("--key-lengths: %lld length%s for a batch of %lld (one per batch)", (long long)nlengths,
+                      nlengths == 1 ? "" : "s", (long long)q.t.shape[0]);
+            rc = CLI_USAGE;
+            goto out;
+        }
+        desc.key_lengths = lengths;
+    }
     if (cli_open_device(o[OPT_DEVICE].value, &rt, &dev)) goto out;
     const int64_t rows = q.t.shape[0] * q.t.shape[1] * q.t.shape[2];
     out = malloc((size_t)(rows * q.t.shape[3]) * sizeof(float));
@@ -268,7 +362,7 @@ int cmd_attention(int argc, char **argv)
     mxa_attention_info info;
     const double t0 = cli_now();
     if ((st = mxa_attention(dev, &desc, &q.t, &k.t, &v.t, &to, lse ? &tl : NULL, &info))) {
-        input_error(st, &q, &k, &v);
+        input_error(st, &q, &k, &v, &bias);
         goto out;
     }
     const double seconds = cli_now() - t0;
@@ -302,6 +396,9 @@ out:
     npy_free(&q.a);
     npy_free(&k.a);
     npy_free(&v.a);
+    npy_free(&bias.a);
+    npy_free(&mask.a);
+    free(lengths);
     cli_close_device(rt, dev);
     return rc;
 }

@@ -124,6 +124,14 @@ int cli_parse(cli_spec *spec, int argc, char **argv)
             opt->value = "";
             continue;
         }
+        if (opt->metavar[0] == '[') { /* an optional value: "--causal", "--causal=top-left" or "--causal top-left" */
+            if (eq && !eq[1]) {
+                cli_error("%s: option %s needs a non-empty value after '='", cmd, opt->name);
+                return CLI_USAGE;
+            }
+            opt->value = eq ? eq + 1 : (i + 1 < argc && argv[i + 1][0] != '-') ? argv[++i] : "";
+            continue;
+        }
         const char *value = eq ? eq + 1 : NULL;
         if (!eq) {
             /* "--q --k K.npy" forgot Q's file; "--scale -1" is a value. */

@@ -34,7 +34,8 @@ int cli_library_error(const char *context, mxa_status status);
  * a flag that is present, NULL when the option is absent. */
 typedef struct cli_option {
     const char *name;    /* "--bc" */
-    const char *metavar; /* "N"; NULL for a flag that takes no value */
+    const char *metavar; /* "N"; NULL for a flag that takes no value; "[X]" for a flag that may take one
+                          * (the next argument unless it starts with '-'; value "" when none is given) */
     const char *help;
     const char *value;
 } cli_option;

@@ -269,7 +269,7 @@ static int load4(const char *stem, const char *part, int optional, float **data,
     mxa_status st = npy_read(path, &a, err, sizeof err);
     if (st == MXA_ERR_NOT_FOUND && optional) return 1;
     if (st) return conform_fail(r, "%s: %s", path, err), -1;
-    if (a.dtype == NPY_U8 || a.rank < 1 || a.rank > 4) {
+    if ((a.dtype != NPY_F32 && a.dtype != NPY_F16) || a.rank < 1 || a.rank > 4) {
         conform_fail(r, "%s: expected float32/float16 of rank 1..4, got %s rank %d", path, npy_dtype_name(a.dtype), a.rank);
         npy_free(&a);
         return -1;
@@ -376,7 +376,7 @@ static void run_vector_quantize(conform_ctx *ctx, const conform_case *c, conform
             goto done;
         }
     }
-    if (x.rank < 1 || x.dtype == NPY_U8 || codes.dtype != NPY_U8 || scales.dtype != NPY_U8) {
+    if (x.rank < 1 || (x.dtype != NPY_F32 && x.dtype != NPY_F16) || codes.dtype != NPY_U8 || scales.dtype != NPY_U8) {
         conform_fail(r, "expected x float32/float16, codes and scales uint8");
         goto done;
     }

@@ -53,5 +53,5 @@ void cli_desc_text(const mxa_attention_desc *desc, char *buf, size_t size)
     else snprintf(scale, sizeof scale, "1/sqrt(D)");
     snprintf(buf, size, "hadamard %s, rule %s, placement %s, quantize %s, scale %s, causal %s",
              desc->hadamard ? "on" : "off", rule, desc->placement == MXA_PLACEMENT_PNQ ? "pnq" : "direct", quant, scale,
-             desc->causal ? "on" : "off");
+             desc->causal == MXA_CAUSAL_TOP_LEFT ? "top-left" : desc->causal ? "on" : "off");
 }

@@ -60,6 +60,7 @@ size_t npy_dtype_size(npy_dtype dtype)
     case NPY_F16: return 2;
     case NPY_U8: return 1;
     case NPY_F64: return 8;
+    case NPY_BOOL: return 1;
     }
     return 0;
 }
@@ -71,6 +72,7 @@ const char *npy_dtype_name(npy_dtype dtype)
     case NPY_F16: return "float16";
     case NPY_U8: return "uint8";
     case NPY_F64: return "float64";
+    case NPY_BOOL: return "bool";
     }
     return "unknown";
 }
@@ -82,6 +84,7 @@ static const char *dtype_descr(npy_dtype dtype)
     case NPY_F16: return "<f2";
     case NPY_U8: return "|u1";
     case NPY_F64: return "<f8";
+    case NPY_BOOL: return "|b1";
     }
     return "?";
 }
@@ -222,13 +225,13 @@ static mxa_status parse_descr(cursor *c, npy_array *a)
     char descr[64];
     mxa_status st = parse_string(c, descr, sizeof descr, "a string for 'descr'");
     if (st) return st;
-    for (int t = NPY_F32; t <= NPY_F64; t++)
+    for (int t = NPY_F32; t <= NPY_BOOL; t++)
         if (strcmp(descr, dtype_descr((npy_dtype)t)) == 0) {
             a->dtype = (npy_dtype)t;
             return MXA_OK;
         }
     return fail(MXA_ERR_FORMAT, c->err, c->err_size,
-                "unsupported dtype '%s' (mxa reads '<f4' float32, '<f2' float16, '<f8' float64 and '|u1' uint8)",
+                "unsupported dtype '%s' (mxa reads '<f4' float32, '<f2' float16, '<f8' float64, '|u1' uint8 and '|b1' bool)",
                 descr);
 }
 

@@ -1,7 +1,7 @@
 /*
  * The .npy format (numpy's np.save/np.load), the CLI's interchange format.
  *
- * Reads versions 1.0, 2.0 and 3.0 with dtypes '<f4', '<f2', '|u1' and '<f8'
+ * Reads versions 1.0, 2.0 and 3.0 with dtypes '<f4', '<f2', '|u1', '|b1' and '<f8'
  * in C order, validating the header dictionary strictly. float64 (numpy's
  * default) is converted once to float32, the widest type the library takes; a
  * finite value beyond float32's range is an error, never a silent Inf. writes version 1.0 (2.0
@@ -22,7 +22,7 @@
 #define NPY_MAX_HEADER (64 * 1024) /* longer headers are rejected, not parsed */
 #define NPY_ERR_LEN 256
 
-typedef enum npy_dtype { NPY_F32 = 0, NPY_F16 = 1, NPY_U8 = 2, NPY_F64 = 3 } npy_dtype;
+typedef enum npy_dtype { NPY_F32 = 0, NPY_F16 = 1, NPY_U8 = 2, NPY_F64 = 3, NPY_BOOL = 4 /* '|b1', one byte */ } npy_dtype;
 
 typedef struct npy_array {
     npy_dtype dtype;               /* never NPY_F64: float64 is narrowed to float32 on reading */
@@ -42,7 +42,7 @@ typedef struct npy_pending {
 /** Bytes per element of `dtype`. */
 size_t npy_dtype_size(npy_dtype dtype);
 
-/** "float32", "float16", "uint8" or "float64". */
+/** "float32", "float16", "uint8", "float64" or "bool". */
 const char *npy_dtype_name(npy_dtype dtype);
 
 /** Writes a shape as numpy prints it: "()", "(5,)", "(2, 3)". */

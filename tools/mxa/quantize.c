@@ -86,8 +86,8 @@ int cmd_quantize(int argc, char **argv)
     rc = CLI_FAIL;
     char shape_text[200];
     npy_shape_string(in.rank, in.shape, shape_text, sizeof shape_text);
-    if (in.dtype == NPY_U8) {
-        cli_error("%s: dtype uint8 cannot be quantized (expected float32, float16 or float64)", in_path);
+    if (in.dtype != NPY_F32 && in.dtype != NPY_F16) {
+        cli_error("%s: dtype %s cannot be quantized (expected float32, float16 or float64)", in_path, npy_dtype_name(in.dtype));
         goto out;
     }
     if (in.rank < 1 || in.count == 0) {
