@@ -213,10 +213,12 @@ mxa_status mxa_hip_attention_enqueue_call(mxa_hip_device *dev, const mxa_attenti
         return mxa_hip_fail(dev->api, e, "hipStreamWaitEvent (ordering the call behind the previous one)");
     st = launch_all(dev, stream, call, &choice, &l, readback);
     /* Even after a failed launch, `done` must cover whatever this call put on the stream. */
-    if ((e = dev->api->hipEventRecord(dev->done, stream)) != MXA_HIP_SUCCESS && !st)
+    if ((e = dev->api->hipEventRecord(dev->done, stream)) == MXA_HIP_SUCCESS) {
+        dev->done_recorded = 1;
+        dev->done_stream = stream;
+    } else if (!st) {
         st = mxa_hip_fail(dev->api, e, "hipEventRecord");
-    dev->done_recorded = e == MXA_HIP_SUCCESS;
-    dev->done_stream = stream;
+    }
     if (!st) *variant = mxa_hip_variant_name(choice.variant);
     return st;
 }

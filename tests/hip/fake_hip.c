@@ -68,6 +68,7 @@ EXPORT int hipMalloc(void **p, size_t bytes);
 EXPORT int hipFree(void *p);
 EXPORT int hipMemcpyHtoD(void *dst, const void *src, size_t bytes);
 EXPORT int hipMemcpyDtoH(void *dst, const void *src, size_t bytes);
+EXPORT int hipMemcpy(void *dst, const void *src, size_t bytes, int kind);
 EXPORT int hipMemcpyHtoDAsync(void *dst, const void *src, size_t bytes, void *stream);
 EXPORT int hipStreamCreate(void **stream);
 EXPORT int hipStreamDestroy(void *stream);
@@ -466,6 +467,14 @@ int hipMemcpyHtoD(void *dst, const void *src, size_t bytes)
 
 int hipMemcpyDtoH(void *dst, const void *src, size_t bytes)
 {
+    flush_all();
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+int hipMemcpy(void *dst, const void *src, size_t bytes, int kind)
+{
+    (void)kind; /* one address space here */
     flush_all();
     memcpy(dst, src, bytes);
     return 0;
