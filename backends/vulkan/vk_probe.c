@@ -147,19 +147,16 @@ static void vk_caps_from_probe(vk_probe_data *data, const VkPhysicalDeviceProper
     /* the KHR fragment layout is not measured yet: quad_ok stays 0 ("unknown") */
 }
 
-/* The feature names of MXA_VK_F_* bits, for "not enabled by the application". */
+/* The names of MXA_VK_F_* bits as the capability list spells them, for "not-enabled(...)"
+ * (short: the list must fit in the capability string). */
 static void flag_names(uint32_t flags, char *out, size_t size)
 {
     static const struct {
         uint32_t bit;
         const char *name;
-    } names[] = {{MXA_VK_F_FP16, "shaderFloat16"},
-                 {MXA_VK_F_INT8, "shaderInt8"},
-                 {MXA_VK_F_STORAGE16, "storageBuffer16BitAccess"},
-                 {MXA_VK_F_STORAGE8, "storageBuffer8BitAccess"},
-                 {MXA_VK_F_INT_DOT, "shaderIntegerDotProduct"},
-                 {MXA_VK_F_SUBGROUP_CTRL, "subgroupSizeControl+computeFullSubgroups"},
-                 {MXA_VK_F_COOPMAT_KHR, "cooperativeMatrix (VK_KHR_cooperative_matrix)"}};
+    } names[] = {{MXA_VK_F_FP16, "fp16"},           {MXA_VK_F_INT8, "int8"},     {MXA_VK_F_STORAGE16, "storage16"},
+                 {MXA_VK_F_STORAGE8, "storage8"},      {MXA_VK_F_INT_DOT, "int-dot"},
+                 {MXA_VK_F_SUBGROUP_CTRL, "subgroup-size-control"}, {MXA_VK_F_COOPMAT_KHR, "coopmat-khr"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (flags & names[i].bit) add_cap(out, size, names[i].name);
 }
@@ -270,9 +267,9 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
         enabled->missing[0] = 0;
         flag_names(data->caps.flags & ~(enabled->flags | usable), enabled->missing, sizeof enabled->missing);
         if (data->has_push_descriptor && !enabled->push_descriptor)
-            add_cap(enabled->missing, sizeof enabled->missing, "VK_KHR_push_descriptor (recording)");
+            add_cap(enabled->missing, sizeof enabled->missing, "push-descriptor");
         if (data->has_external_fd && !enabled->external_fd)
-            add_cap(enabled->missing, sizeof enabled->missing, "VK_KHR_external_memory_fd (export)");
+            add_cap(enabled->missing, sizeof enabled->missing, "external-memory-fd");
         data->caps.flags &= enabled->flags | usable;
         data->has_push_descriptor &= enabled->push_descriptor;
         data->has_external_fd &= enabled->external_fd;

@@ -46,9 +46,12 @@ typedef struct mxa_vulkan_context {
  * An mxa device over the application's Vulkan device. mxa checks what the fastest kernel
  * needs against what the application enabled: the device opens with the best variant the
  * enabled features allow, and mxa_device_info's `capabilities` ends with
- * "not-enabled(...)" naming each feature the physical device has and the application did
- * not enable (shaderInt8, cooperativeMatrix (VK_KHR_cooperative_matrix), ...). Recording
- * needs VK_KHR_push_descriptor, exporting VK_KHR_external_memory_fd. The queue must not be
+ * "not-enabled(...)" naming, as that list spells them, each feature the physical device has
+ * and the application did not enable: int8 (shaderInt8), fp16 (shaderFloat16), storage8/16
+ * (8/16-bit storage buffer access), int-dot (shaderIntegerDotProduct),
+ * subgroup-size-control (subgroupSizeControl + computeFullSubgroups), coopmat-khr
+ * (VK_KHR_cooperative_matrix), push-descriptor (VK_KHR_push_descriptor: recording needs
+ * it), external-memory-fd (VK_KHR_external_memory_fd: exporting needs it). The queue must not be
  * used by another thread while this runs. Close with mxa_device_close (after the GPU has
  * finished every command buffer mxa recorded into, and before destroying the VkDevice).
  */

@@ -133,6 +133,22 @@ int main(int argc, char **argv)
         CHECK(vk_app_submit_wait(&app, cmd));
         t_rec60[r] = (now() - t0) / 60.0;
     }
+    double *t_empty = calloc((size_t)reps, sizeof(double)), *t_call = calloc((size_t)reps, sizeof(double));
+    for (int r = 0; r < reps; r++) { /* the driver's own round trip: an empty command buffer */
+        const double t0 = now();
+        app.f.vkResetCommandBuffer(cmd, 0);
+        app.f.vkBeginCommandBuffer(cmd, &bi);
+        CHECK(vk_app_submit_wait(&app, cmd));
+        t_empty[r] = now() - t0;
+    }
+    for (int r = 0; r < reps; r++) { /* the host time of one mxa_vulkan_attention_record */
+        app.f.vkResetCommandBuffer(cmd, 0);
+        app.f.vkBeginCommandBuffer(cmd, &bi);
+        const double t0 = now();
+        CHECK(mxa_vulkan_attention_record(dev, cmd, &desc, &q, &k, &v, &o, NULL, NULL));
+        t_call[r] = now() - t0;
+        CHECK(vk_app_submit_wait(&app, cmd));
+    }
     for (int r = 0; r < reps; r++) {
         const double t0 = now();
         CHECK(mxa_attention(own, &desc, &dq, &dk, &dv, &dout, NULL, NULL));
@@ -152,6 +168,8 @@ int main(int argc, char **argv)
     printf("  %-34s %9.3f ms\n", "kernel (GPU timestamps)", kern * 1e3);
     for (int i = 0; i < 4; i++)
         printf("  %-34s %9.3f ms  %+7.1f%% over the kernel\n", names[i], rows[i] * 1e3, (rows[i] / kern - 1.0) * 100.0);
+    printf("  %-34s %9.3f ms  (the driver's submit + fence wait)\n", "empty command buffer, submit+wait", median(t_empty, reps) * 1e3);
+    printf("  %-34s %9.3f ms  (host time of mxa_vulkan_attention_record)\n", "one record call", median(t_call, reps) * 1e3);
     app.f.vkDestroyQueryPool(app.device, pool, NULL);
     for (int i = 0; i < 8; i++) mxa_buffer_destroy(bufs[i]);
     mxa_device_close(dev);
@@ -165,5 +183,7 @@ int main(int argc, char **argv)
     free(t_rec60);
     free(t_dev);
     free(t_host);
+    free(t_empty);
+    free(t_call);
     return 0;
 }
