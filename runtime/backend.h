@@ -34,8 +34,16 @@ typedef struct mxa_side_array {
     size_t offset;
 } mxa_side_array;
 
+/* Pre-quantized K and V in one backend buffer (runtime/kv.c's layout): byte offsets of the
+ * K codes, K scales, V^T codes, V^T scales; V^T rows hold nk32 tokens. */
+typedef struct mxa_kv_arrays {
+    void *buffer; /* NULL: no pre-quantized K/V (k and v are arrays as usual) */
+    size_t offset[4];
+    int64_t nk32;
+} mxa_kv_arrays;
+
 /* The attention problem as a backend receives it: already validated. The desc's
- * pointers (bias, mask, key_lengths) are NULL here: use the fields below. */
+ * pointers (bias, mask, key_lengths, kv) are NULL here: use the fields below. */
 typedef struct mxa_attention_call {
     mxa_attention_desc desc; /* scale resolved (> 0); causal is MXA_CAUSAL_* */
     int bc;                  /* resolved (> 0, multiple of 32) */
@@ -47,7 +55,8 @@ typedef struct mxa_attention_call {
     mxa_side_array bias;     /* float32, added to the scaled scores */
     mxa_side_array mask;     /* bytes, 0 = key hidden */
     const int32_t *key_lengths; /* host, b entries in [0, nk], or NULL (all nk) */
-    int k_rotated;           /* k holds already rotated rows (prepared K/V): rotate q only */
+    mxa_kv_arrays kv;        /* pre-quantized K/V: decode them (rotated K, V) instead of reading k and v,
+                                whose dims are set and data are not; rotate q only */
 } mxa_attention_call;
 
 /* One device as a backend's probe reports it. */
@@ -74,7 +83,7 @@ typedef struct mxa_pending {
 #define MXA_EXTRA_CAUSAL_TOP_LEFT (1u << 3)
 #define MXA_EXTRA_OUT_HALF (1u << 4)   /* f16/bf16 o in a device buffer */
 #define MXA_EXTRA_LSE_BUFFER (1u << 5) /* lse in a device buffer */
-#define MXA_EXTRA_K_ROTATED (1u << 6)  /* call->k_rotated */
+#define MXA_EXTRA_KV (1u << 6)         /* call->kv (mxa_prepare_kv) */
 
 typedef struct mxa_backend_ops {
     const char *name;

@@ -10,6 +10,7 @@
 
 #include "attention_check.h"
 #include "handles.h"
+#include "kv.h"
 #include "log.h"
 #include "mxfp4.h"
 #include "reference.h"
@@ -288,6 +289,7 @@ static mxa_status extras_check(const mxa_device *dev, const mxa_attention_desc *
     else if (desc->causal == MXA_CAUSAL_TOP_LEFT && !(have & MXA_EXTRA_CAUSAL_TOP_LEFT)) what = "top-left causal alignment";
     else if (o->buffer && o->dtype != MXA_F32 && !(have & MXA_EXTRA_OUT_HALF)) what = "a 16-bit output in a device buffer";
     else if (lse && lse->buffer && !(have & MXA_EXTRA_LSE_BUFFER)) what = "lse in a device buffer";
+    else if (desc->kv && !(have & MXA_EXTRA_KV)) what = "pre-quantized K/V (mxa_prepare_kv)";
     if (what) return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the %s backend does not take %s", dev->ops->name, what);
     return MXA_OK;
 }
@@ -335,14 +337,20 @@ static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, 
                                const mxa_tensor *v, mxa_tensor *o, mxa_tensor *lse, prepared_call *pc)
 {
     memset(pc, 0, sizeof *pc);
-    mxa_attention_dims dm;
-    mxa_status st = mxa_attention_check(desc, q, k, v, o, lse, &dm);
-    if (st) return st;
     mxa_attention_call *call = &pc->call;
+    mxa_tensor k_shape, v_shape; /* with desc->kv: k and v are the prepared ones */
+    const int32_t *kv_lengths = NULL;
+    mxa_status st;
+    if (!desc) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: desc is NULL");
+    if ((st = mxa_kv_attach(dev, desc, k, v, &k_shape, &v_shape, &call->kv, &kv_lengths))) return st;
+    if (call->kv.buffer) k = &k_shape, v = &v_shape;
+    mxa_attention_dims dm;
+    if ((st = mxa_attention_check(desc, q, k, v, o, lse, &dm))) return st;
     call->desc = *desc;
     call->desc.scale = dm.scale;
     call->desc.bias = call->desc.mask = NULL;
     call->desc.key_lengths = NULL;
+    call->desc.kv = NULL;
     call->bc = desc->bc ? desc->bc : dev->probed->info.default_bc;
     if ((st = mxa_bc_check(call->bc))) return st;
     if (desc->format == MXA_FORMAT_NVFP4 && strcmp(dev->ops->name, "cpu") != 0)
@@ -357,8 +365,12 @@ static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, 
     const int check = !desc->allow_non_finite;
     pc->o = o;
     pc->lse = lse;
-    if ((st = arg_input(dev, q, "q", check, &pc->q)) || (st = arg_input(dev, k, "k", check, &pc->k)) ||
-        (st = arg_input(dev, v, "v", check, &pc->v)) ||
+    if (call->kv.buffer) { /* the shapes only: the data are the prepared codes */
+        pc->k.array = (mxa_array){dm.b, dm.hkv, dm.nk, dm.d, NULL, NULL, 0};
+        pc->v.array = pc->k.array;
+    }
+    if ((st = arg_input(dev, q, "q", check, &pc->q)) || (!call->kv.buffer && (st = arg_input(dev, k, "k", check, &pc->k))) ||
+        (!call->kv.buffer && (st = arg_input(dev, v, "v", check, &pc->v))) ||
         (st = side_input(dev, desc->bias, "bias", check, &call->bias, &pc->bias_host, &pc->mask_host)) ||
         (st = side_input(dev, desc->mask, "mask", 0, &call->mask, &pc->bias_host, &pc->mask_host)))
         goto fail;
@@ -380,6 +392,7 @@ static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, 
         st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_attention: out of memory");
         goto fail;
     }
+    (void)kv_lengths; /* mxa_kv_attach made sure desc->key_lengths are the kv's */
     if (desc->key_lengths) { /* a copy: an asynchronous call outlives the caller's array */
         if (!(pc->key_lengths = malloc((size_t)dm.b * sizeof(int32_t)))) {
             st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_attention: out of memory");
@@ -400,7 +413,8 @@ mxa_status mxa_attention_call_device(mxa_device *dev, const char *fn, const mxa_
 {
     mxa_status st = mxa_device_check(dev, fn);
     if (st) return st;
-    if (!desc || !q || !k || !v || !o || !call) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
+    if (!desc || !q || (!desc->kv && (!k || !v)) || !o || !call)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: NULL argument", fn);
     const mxa_tensor *const all[7] = {q, k, v, o, lse, desc->bias, desc->mask};
     static const char *const names[7] = {"q", "k", "v", "out", "lse", "bias", "mask"};
     for (int i = 0; i < 7; i++)

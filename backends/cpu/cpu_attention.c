@@ -224,6 +224,7 @@ mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, cpu_buf *a
     jb.bc = call->bc;
     p->nk_pad = (p->nk + call->bc - 1) / call->bc * call->bc;
     p->qk_int = (desc->quantize & MXA_QUANT_QK) != 0;
+    p->k_rotated = call->kv.buffer != NULL;
     p->pv_int = (desc->quantize & MXA_QUANT_V) && (desc->quantize & MXA_QUANT_P);
     p->bc = call->bc;
     /* MXA_CPU_FUSED=0 keeps the per-block kernel (to test both) */

@@ -155,9 +155,8 @@ static double cpu_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static mxa_status cpu_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info)
+static mxa_status cpu_attention_plain(cpu_device *dev, const mxa_attention_call *call, mxa_attention_info *info)
 {
-    cpu_device *dev = impl;
     snprintf(info->variant, sizeof info->variant, "%s", cpu_variant_name(dev->isa));
     const size_t n = (size_t)(call->o.b * call->o.h * call->o.n * call->o.d);
     /* a 16-bit output (in a "device" buffer, host memory here) is rounded once from the f32 result */
@@ -176,10 +175,46 @@ static mxa_status cpu_attention(void *impl, const mxa_attention_call *call, mxa_
     return st;
 }
 
+/* Pre-quantized K/V (runtime/kv.c's layout, host memory here) decoded to float32 rows:
+ * K as stored (rotated), V back from V^T to [heads][nk][d]. */
+static mxa_status decode_kv(const mxa_attention_call *call, float **k, float **v)
+{
+    const uint8_t *base = call->kv.buffer;
+    const int64_t rows = call->k.b * call->k.h, nk = call->k.n, d = call->k.d, nk32 = call->kv.nk32;
+    *k = malloc((size_t)(rows * nk * d) * sizeof(float));
+    *v = malloc((size_t)(rows * nk * d) * sizeof(float));
+    float *vt = malloc((size_t)(rows * d * nk32) * sizeof(float));
+    mxa_status st = !*k || !*v || !vt ? mxa_fail(MXA_ERR_OUT_OF_MEMORY, "cpu attention: out of memory decoding K/V") : MXA_OK;
+    if (!st) st = mxa_dequantize(base + call->kv.offset[0], base + call->kv.offset[1], rows * nk, d, *k);
+    if (!st) st = mxa_dequantize(base + call->kv.offset[2], base + call->kv.offset[3], rows * d, nk32, vt);
+    for (int64_t r = 0; !st && r < rows; r++)
+        for (int64_t t = 0; t < nk; t++)
+            for (int64_t c = 0; c < d; c++) (*v)[(r * nk + t) * d + c] = vt[(r * d + c) * nk32 + t];
+    free(vt);
+    return st;
+}
+
+static mxa_status cpu_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info)
+{
+    cpu_device *dev = impl;
+    if (call->kv.buffer) {
+        float *k = NULL, *v = NULL;
+        mxa_status st = decode_kv(call, &k, &v);
+        mxa_attention_call c = *call;
+        c.k.host = k, c.k.buffer = NULL;
+        c.v.host = v, c.v.buffer = NULL;
+        if (!st) st = cpu_attention_plain(dev, &c, info); /* c.kv stays set: K is rotated already */
+        free(k);
+        free(v);
+        return st;
+    }
+    return cpu_attention_plain(dev, call, info);
+}
+
 const mxa_backend_ops mxa_cpu_backend = {
     .name = "cpu",
     .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
-              MXA_EXTRA_LSE_BUFFER,
+              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV,
     .probe = cpu_probe,
     .release = NULL,
     .open = cpu_open,

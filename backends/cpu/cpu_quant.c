@@ -59,7 +59,7 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
     if (d < 32 || d > 256) return; /* checked by the runtime; tells the compiler x gets written */
     for (int64_t c = 0; c < d; c++)
         for (int l = 0; l < L; l++) x[c * L + l] = j0 + l < hd->len ? k[(j0 + l) * d + c] : 0.0f;
-    if (p->desc->hadamard) p->kern->rotate(x, (int)d);
+    if (p->desc->hadamard && !p->k_rotated) p->kern->rotate(x, (int)d);
     if (!p->qk_int) {
         for (int l = 0; l < L; l++)
             for (int64_t c = 0; c < d; c++) hd->kf[(j0 + l) * d + c] = x[c * L + l];

@@ -26,7 +26,7 @@ void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
 enum { S_QIN, S_KIN, S_VIN, S_BIAS, S_MASK, S_WS };
 
 /* the arrays of a workspace */
-enum { W_QP, W_KP, W_VP, W_QS, W_KS, W_VS, W_VMAX, W_LSE, W_O32, W_KEYLEN, W_COUNT };
+enum { W_QP, W_KP, W_VP, W_QS, W_KS, W_VS, W_VMAX, W_LSE, W_O32, W_KEYLEN, W_K32, W_V32, W_COUNT };
 
 void vk_select_opts_from_env(vk_select_opts *o)
 {
@@ -123,6 +123,8 @@ static mxa_status layout_call(const vk_device *dev, const mxa_attention_call *ca
         [W_LSE] = call->lse_buffer ? 0 : rows * 4,
         [W_O32] = o32 ? rows * d * 4 : 0,
         [W_KEYLEN] = call->key_lengths ? b * 4 : 0,
+        [W_K32] = call->kv.buffer ? b * hkv * L->nk * d * 4 : 0, /* pre-quantized K/V, decoded */
+        [W_V32] = call->kv.buffer ? b * hkv * L->nk * d * 4 : 0,
     };
     const VkDeviceSize align = dev->storage_align > 16 ? dev->storage_align : 16;
     L->total = 0;
@@ -171,6 +173,29 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
         (uint64_t)mask_off + (uint64_t)call->mask.b * (uint64_t)call->mask.h * plane > UINT32_MAX)
         return mxa_fail(MXA_ERR_UNSUPPORTED, "vulkan attention: the bias or mask exceeds the kernels' 32-bit indexing");
 
+    mxa_status st;
+    uint32_t gx, gy;
+    call_buffers in = *cb;
+    if (call->kv.buffer) { /* decode the prepared K (rotated) and V into the workspace first */
+        const vk_buffer *kvb = (const vk_buffer *)call->kv.buffer;
+        const uint64_t kblocks = d / 32, vblocks = (uint64_t)call->kv.nk32 / 32, krows = b * hkv * nk, vrows = b * hkv * d;
+        vk_buffer parts[4];
+        const uint64_t sizes[4] = {krows * kblocks * 16, round_up(krows * kblocks, 4), vrows * vblocks * 16,
+                                   round_up(vrows * vblocks, 4)};
+        for (int i = 0; i < 4; i++) parts[i] = vk_buffer_view(kvb, call->kv.offset[i], sizes[i]);
+        struct {
+            uint32_t rows, blocks, n, d;
+        } pk_ = {(uint32_t)krows, (uint32_t)kblocks, 0, 0}, pv_ = {(uint32_t)vrows, (uint32_t)vblocks, (uint32_t)nk, (uint32_t)d};
+        const int32_t plain[VK_SPEC_COUNT] = {0}, transposed[VK_SPEC_COUNT] = {1};
+        const vk_buffer *bk_[3] = {&parts[0], &parts[1], &w[W_K32]}, *bv_[3] = {&parts[2], &parts[3], &w[W_V32]};
+        vk_grid_1d(krows * kblocks, 64, &gx, &gy);
+        if ((st = vk_batch_dispatch(batch, VK_K_DEQUANT_KV, plain, 0, bk_, 3, &pk_, sizeof pk_, gx, gy, 1))) return st;
+        vk_grid_1d(vrows * vblocks, 64, &gx, &gy);
+        if ((st = vk_batch_dispatch(batch, VK_K_DEQUANT_KV, transposed, 0, bv_, 3, &pv_, sizeof pv_, gx, gy, 1))) return st;
+        in.in[IN_K] = &w[W_K32], in.in_off[IN_K] = 0;
+        in.in[IN_V] = &w[W_V32], in.in_off[IN_V] = 0;
+        cb = &in;
+    }
     uint32_t kind, t;
     vk_rule_params(desc->rule, &kind, &t);
     const uint32_t qk = (desc->quantize & MXA_QUANT_QK) != 0, qv = (desc->quantize & MXA_QUANT_V) != 0;
@@ -181,14 +206,12 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     } pq = {(uint32_t)(b * h * nq_pad), (uint32_t)nq, (uint32_t)nq_pad, vk_elem_offset(dev, cb->in[IN_Q], cb->in_off[IN_Q]),
             desc->hadamard != 0, qk, kind, t, mxa_hadamard_norm((int)d)},
       pk = {(uint32_t)(b * hkv * nk_pad), (uint32_t)nk, (uint32_t)nk_pad, vk_elem_offset(dev, cb->in[IN_K], cb->in_off[IN_K]),
-            desc->hadamard != 0 && !call->k_rotated, qk, kind, t, mxa_hadamard_norm((int)d)};
+            desc->hadamard != 0 && !call->kv.buffer, qk, kind, t, mxa_hadamard_norm((int)d)};
     struct {
         uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose, hkv;
     } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, vk_elem_offset(dev, cb->in[IN_V], cb->in_off[IN_V]),
             qv, kind, t, 1, (uint32_t)kern.v_transposed, (uint32_t)hkv};
     int32_t spec_d[VK_SPEC_COUNT] = {(int32_t)d};
-    mxa_status st;
-    uint32_t gx, gy;
     if (call->key_lengths && (st = vk_batch_update(batch, &w[W_KEYLEN], call->key_lengths, b * 4))) return st;
     /* the prep kernels write the padding rows/tokens as zeros themselves; the V column
      * maxima start at 0 ("no block") */

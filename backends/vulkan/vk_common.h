@@ -94,6 +94,7 @@ typedef enum vk_kernel {
     VK_K_PREP_V_I8,
     VK_K_PEAK_INTDOT,
     VK_K_CONVERT_OUT,
+    VK_K_DEQUANT_KV,
     VK_K_COUNT
 } vk_kernel;
 

@@ -30,6 +30,7 @@ static const spirv_blob blobs[VK_K_COUNT] = {
     [VK_K_PREP_V_F16] = BLOB(mxa_spv_prep_v_f16, "prep_v_f16"),
     [VK_K_ATTN_SCALAR] = BLOB(mxa_spv_attn_scalar, "attn_scalar"),
     [VK_K_CONVERT_OUT] = BLOB(mxa_spv_convert_out, "convert_out"),
+    [VK_K_DEQUANT_KV] = BLOB(mxa_spv_dequant_kv, "dequant_kv"),
 #ifdef MXA_VK_HAVE_ATTN_COOPMAT_KHR
     [VK_K_ATTN_COOPMAT_KHR] = BLOB(mxa_spv_attn_coopmat_khr, "attn_coopmat_khr"),
 #endif

@@ -295,6 +295,8 @@ typedef struct mxa_attention_desc {
     const int32_t *key_lengths;  /* host array of B lengths in [0, Nk]: batch b has only its first
                                     key_lengths[b] keys, exactly as if it were called alone with that Nk
                                     (V blocks zero-padded there; bottom-right causal aligns to it) */
+    const struct mxa_kv *kv;     /* pre-quantized K and V (mxa_prepare_kv) used instead of k and v,
+                                    which are then NULL */
 } mxa_attention_desc;
 
 /** Fills `desc` with a named recipe's switches; scale 0, non-causal, bc 0. */
@@ -348,6 +350,31 @@ MXA_API mxa_status mxa_event_wait(mxa_event *event, mxa_attention_info *info);
 
 /** Destroys an event, waiting for it first if it is still running. Safe on NULL. */
 MXA_API void mxa_event_destroy(mxa_event *event);
+
+/* ------------------------------------------------------ pre-quantized K/V */
+
+typedef struct mxa_kv mxa_kv;
+
+/**
+ * K and V quantized once, kept on the device: an engine's 4-bit KV cache, reused across
+ * query blocks or steps. K is rotated (desc->hadamard) and quantized along D, V along
+ * tokens (stored as V^T, zero-padded after each batch's desc->key_lengths), with desc's
+ * rule, in the layout mxa_quantize documents (4.25 bits per value: 7.5x smaller than
+ * float32). The codes are computed on the host by the bit-exact quantizer of SPEC §1 (k and
+ * v may be host or device tensors) and uploaded once. Pass the result as desc->kv, with
+ * k = v = NULL, to attention whose desc has the same hadamard, rule, Q/K and V quantization
+ * and key lengths (checked): the result is bit-identical to passing the float32 k and v.
+ * Needs a recipe that quantizes Q/K and V (MXA_ERR_UNSUPPORTED otherwise). Destroy it before
+ * closing its device.
+ */
+MXA_API mxa_status mxa_prepare_kv(mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *k,
+                                  const mxa_tensor *v, mxa_kv **out);
+
+/** Bytes of device memory a prepared K/V holds (codes and scales). */
+MXA_API mxa_status mxa_kv_bytes(const mxa_kv *kv, size_t *bytes);
+
+/** Frees a prepared K/V. Safe on NULL. */
+MXA_API void mxa_kv_destroy(mxa_kv *kv);
 
 /* ------------------------------------------------------------ reference */
 

@@ -250,6 +250,39 @@ static void test_extras_and_caller_workspace(void **state)
     io_destroy(&io);
 }
 
+/* A 4-bit KV cache (mxa_prepare_kv) on the lent device, recorded: the same bytes as the
+ * float32 K and V on mxa's own device. */
+static void test_prepared_kv(void **state)
+{
+    (void)state;
+    NEED_DEVICE();
+    app_io io;
+    io_create(&io);
+    mxa_attention_desc desc;
+    mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION);
+    desc.causal = MXA_CAUSAL_BOTTOM_RIGHT;
+    mxa_tensor kh = tu_tensor(g_k, B, HKV, NK, D), vh = tu_tensor(g_v, B, HKV, NK, D);
+    mxa_kv *kv = NULL;
+    assert_int_equal(mxa_prepare_kv(g_dev, &desc, &kh, &vh, &kv), MXA_OK);
+    mxa_attention_desc with = desc;
+    with.kv = kv;
+    mxa_tensor q = dev_tensor(io.in, OFF_Q, MXA_F32, B, H, NQ, D), o = dev_tensor(io.out, OFF_O, MXA_F32, B, H, NQ, D),
+               lse = dev_tensor(io.out, OFF_LSE, MXA_F32, B, H, NQ, 1);
+    size_t bytes = 0;
+    assert_int_equal(mxa_vulkan_workspace_size(g_dev, &with, &q, NULL, NULL, &o, &lse, &bytes), MXA_OK);
+    assert_int_equal(mxa_vulkan_workspace_reserve(g_dev, bytes), MXA_OK);
+    VkCommandBuffer cmd = vk_app_begin(&g_app);
+    copy(cmd, io.staging.buffer, 0, io.inputs.buffer, 0, IN_BYTES);
+    vk_app_barrier(&g_app, cmd);
+    assert_int_equal(mxa_vulkan_attention_record(g_dev, cmd, &with, &q, NULL, NULL, &o, &lse, NULL), MXA_OK);
+    vk_app_barrier(&g_app, cmd);
+    copy(cmd, io.outputs.buffer, 64, io.staging.buffer, IN_BYTES, OUT_BYTES);
+    assert_int_equal(vk_app_submit_wait(&g_app, cmd), 0);
+    expect_same(&io, MXA_F32, &desc);
+    mxa_kv_destroy(kv);
+    io_destroy(&io);
+}
+
 /* Two different calls in one command buffer, one workspace: the second's first writes
  * must wait for the first's reads. */
 static void test_two_calls_one_workspace(void **state)
@@ -471,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_extras_and_caller_workspace), cmocka_unit_test(test_two_calls_one_workspace),
         cmocka_unit_test(test_misuse),               cmocka_unit_test(test_features_not_enabled),
         cmocka_unit_test(test_export_fd),            cmocka_unit_test(test_async),
+        cmocka_unit_test(test_prepared_kv),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
