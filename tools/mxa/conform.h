@@ -81,6 +81,7 @@ typedef struct conform_attn_params {
     mxa_dtype in_dtype, out_dtype; /* out_dtype with CONFORM_IO_BUFFER: the output buffer's dtype */
     int lse;    /* also compare the per-row LSE */
     int lse_buffer;           /* the LSE in a device buffer (between guards) */
+    int side_buffer;          /* the bias and mask in a device buffer (at non-zero offsets) */
     conform_bias_kind bias;
     conform_mask_kind mask;
     int lengths;              /* per-batch key lengths: batch b has {0, 37, Nk, Nk - 1, 1}[b % 5] (at most Nk) */

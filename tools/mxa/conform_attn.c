@@ -138,7 +138,7 @@ void conform_problem_attach(const conform_problem *p, mxa_attention_desc *desc, 
 
 int conform_uses_extras(const conform_problem *p, const mxa_attention_desc *desc, const conform_attn_params *a)
 {
-    return p->bias || p->mask || p->lengths || desc->causal == MXA_CAUSAL_TOP_LEFT || a->lse_buffer ||
+    return p->bias || p->mask || p->lengths || desc->causal == MXA_CAUSAL_TOP_LEFT || a->lse_buffer || a->side_buffer ||
            (a->io == CONFORM_IO_BUFFER && a->out_dtype != MXA_F32);
 }
 
@@ -295,7 +295,7 @@ mxa_status conform_device_attention(conform_ctx *ctx, const mxa_attention_desc *
     const size_t osz = mxa_dtype_size(a->out_dtype);
     conform_guarded go = {0}, gl = {0};
     void *qh = NULL, *kh = NULL, *vh = NULL;
-    mxa_buffer *in_buf = NULL, *o_buf = NULL, *l_buf = NULL;
+    mxa_buffer *in_buf = NULL, *o_buf = NULL, *l_buf = NULL, *side_buf = NULL;
     unsigned char *payload = NULL;
     mxa_status st = MXA_OK;
     char msg[CONFORM_MSG_LEN];
@@ -309,6 +309,20 @@ mxa_status conform_device_attention(conform_ctx *ctx, const mxa_attention_desc *
     mxa_tensor tq, tk, tv, to, tl, tb, tm;
     mxa_attention_desc dd = *desc;
     conform_problem_attach(p, &dd, &tb, &tm);
+    if (a->side_buffer && (p->bias || p->mask)) { /* bias at one offset, mask at another, of one buffer */
+        const size_t nb = p->bias ? (size_t)(p->bias_b * p->bias_h * p->nq * p->nk) * 4 : 0;
+        const size_t nm = p->mask ? (size_t)(p->mask_b * p->mask_h * p->nq * p->nk) : 0;
+        const size_t ob = 64, om = ob + nb + 64;
+        if ((st = mxa_buffer_create(ctx->dev, om + nm + 64, &side_buf)) ||
+            (p->bias && (st = mxa_buffer_upload(side_buf, ob, p->bias, nb))) ||
+            (p->mask && (st = mxa_buffer_upload(side_buf, om, p->mask, nm)))) {
+            conform_fail(r, "device buffers (bias, mask): %s: %s", mxa_status_string(st), mxa_last_error_message());
+            goto out;
+        }
+        tb.data = tm.data = NULL;
+        tb.buffer = tm.buffer = side_buf;
+        tb.offset = ob, tm.offset = om;
+    }
     if (a->io == CONFORM_IO_BUFFER) {
         /* one input buffer, q k v at separate non-zero offsets; the output in its
          * own buffer between guard regions read back after the call */
@@ -386,6 +400,7 @@ out:
     mxa_buffer_destroy(in_buf);
     mxa_buffer_destroy(o_buf);
     mxa_buffer_destroy(l_buf);
+    mxa_buffer_destroy(side_buf);
     conform_guarded_free(&go);
     conform_guarded_free(&gl);
     return st;

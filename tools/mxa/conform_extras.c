@@ -40,39 +40,41 @@ typedef struct extras_shape {
     int lengths;
     conform_io io;
     mxa_dtype out_dtype;
-    int lse_buffer;
+    int lse_buffer, side_buffer;
     unsigned flags; /* CF_QUICK / CF_VARIANT for mxattention */
 } extras_shape;
 
 static const extras_shape shapes[] = {
     {"bias-relpos", "a [1, H] relative-position bias in -11..+3", 0, 1, 4, 2, 40, 130, 64, CONFORM_BIAS_RELPOS,
-     CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, CF_QUICK | CF_VARIANT},
+     CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, 0, CF_QUICK | CF_VARIANT},
     {"bias-batch", "a [B, 1] bias in -11..+3, bottom-right causal", 1, 2, 2, 2, 33, 77, 64, CONFORM_BIAS_BATCH,
-     CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, 0},
+     CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, 0, 0},
     {"alibi", "ALiBi as a [1, H] bias, bottom-right causal", 1, 1, 4, 4, 64, 64, 128, CONFORM_BIAS_ALIBI,
-     CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, CF_QUICK},
+     CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, 0, CF_QUICK},
     {"bias-neg-inf", "-inf in the bias: every 5th key and all of row 1 hidden", 0, 1, 2, 1, 24, 100, 64,
-     CONFORM_BIAS_NEG_INF, CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, CF_QUICK},
+     CONFORM_BIAS_NEG_INF, CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, 0, CF_QUICK},
     {"mask-padding", "a [B, 1] padding mask", 0, 3, 2, 2, 32, 90, 64, CONFORM_BIAS_NONE, CONFORM_MASK_PADDING, 0,
-     CONFORM_IO_HOST, MXA_F32, 0, 0},
+     CONFORM_IO_HOST, MXA_F32, 0, 0, 0},
     {"mask-random", "a random [B, H] mask with a fully hidden row", 0, 2, 2, 1, 20, 70, 32, CONFORM_BIAS_NONE,
-     CONFORM_MASK_RANDOM, 0, CONFORM_IO_HOST, MXA_F32, 0, CF_QUICK | CF_VARIANT},
+     CONFORM_MASK_RANDOM, 0, CONFORM_IO_HOST, MXA_F32, 0, 0, CF_QUICK | CF_VARIANT},
     {"key-lengths", "key lengths 0, 37, Nk, Nk - 1, 1", 0, 5, 2, 1, 16, 100, 64, CONFORM_BIAS_NONE, CONFORM_MASK_NONE, 1,
-     CONFORM_IO_HOST, MXA_F32, 0, CF_QUICK | CF_VARIANT},
+     CONFORM_IO_HOST, MXA_F32, 0, 0, CF_QUICK | CF_VARIANT},
     {"key-lengths-causal", "key lengths with bottom-right causal aligned to them", 1, 5, 2, 2, 24, 70, 64,
-     CONFORM_BIAS_NONE, CONFORM_MASK_NONE, 1, CONFORM_IO_BUFFER, MXA_F32, 0, 0},
+     CONFORM_BIAS_NONE, CONFORM_MASK_NONE, 1, CONFORM_IO_BUFFER, MXA_F32, 0, 0, 0},
     {"top-left-nq-lt-nk", "top-left causal, Nq 20 < Nk 75", MXA_CAUSAL_TOP_LEFT, 1, 2, 2, 20, 75, 64, CONFORM_BIAS_NONE,
-     CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, CF_QUICK},
+     CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, 0, CF_QUICK},
     {"top-left-nq-gt-nk", "top-left causal, Nq 70 > Nk 33", MXA_CAUSAL_TOP_LEFT, 1, 2, 1, 70, 33, 64, CONFORM_BIAS_NONE,
-     CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, 0},
+     CONFORM_MASK_NONE, 0, CONFORM_IO_HOST, MXA_F32, 0, 0, 0},
     {"out-f16-buffer", "an f16 output in a device buffer", 1, 1, 2, 2, 24, 100, 128, CONFORM_BIAS_NONE,
-     CONFORM_MASK_NONE, 0, CONFORM_IO_BUFFER, MXA_F16, 0, CF_QUICK},
+     CONFORM_MASK_NONE, 0, CONFORM_IO_BUFFER, MXA_F16, 0, 0, CF_QUICK},
     {"out-bf16-buffer", "a bf16 output in a device buffer", 0, 1, 2, 2, 24, 100, 128, CONFORM_BIAS_NONE,
-     CONFORM_MASK_NONE, 0, CONFORM_IO_BUFFER, MXA_BF16, 0, 0},
+     CONFORM_MASK_NONE, 0, CONFORM_IO_BUFFER, MXA_BF16, 0, 0, 0},
     {"lse-buffer", "lse in a device buffer", 1, 2, 2, 1, 17, 65, 64, CONFORM_BIAS_NONE, CONFORM_MASK_NONE, 0,
-     CONFORM_IO_BUFFER, MXA_F32, 1, CF_QUICK},
+     CONFORM_IO_BUFFER, MXA_F32, 1, 0, CF_QUICK},
     {"everything", "relative-position bias, padding mask, key lengths, top-left, f16 output and lse in buffers", 2, 3,
-     4, 2, 45, 77, 64, CONFORM_BIAS_RELPOS, CONFORM_MASK_PADDING, 1, CONFORM_IO_BUFFER, MXA_F16, 1, CF_QUICK | CF_VARIANT},
+     4, 2, 45, 77, 64, CONFORM_BIAS_RELPOS, CONFORM_MASK_PADDING, 1, CONFORM_IO_BUFFER, MXA_F16, 1, 0, CF_QUICK | CF_VARIANT},
+    {"bias-mask-in-buffers", "a [1, H] bias and a random [B, H] mask in a device buffer", 1, 2, 2, 1, 30, 100, 64,
+     CONFORM_BIAS_RELPOS, CONFORM_MASK_RANDOM, 0, CONFORM_IO_BUFFER, MXA_F32, 0, 1, CF_QUICK},
 };
 #define SHAPE_COUNT ((int)(sizeof shapes / sizeof shapes[0]))
 
@@ -232,7 +234,7 @@ int conform_add_extras_cases(conform_case_list *list)
             conform_attn_params *a = &c.attn;
             a->recipe = recipe, a->causal = e->causal;
             a->b = e->b, a->h = e->h, a->hkv = e->hkv, a->nq = e->nq, a->nk = e->nk, a->d = e->d;
-            a->io = e->io, a->out_dtype = e->out_dtype, a->lse = 1, a->lse_buffer = e->lse_buffer;
+            a->io = e->io, a->out_dtype = e->out_dtype, a->lse = 1, a->lse_buffer = e->lse_buffer, a->side_buffer = e->side_buffer;
             a->bias = e->bias, a->mask = e->mask, a->lengths = e->lengths;
             a->flavour = (conform_flavour)(si % 3);
             if (!conform_case_add(list, &c)) return -1;
