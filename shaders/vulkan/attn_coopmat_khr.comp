@@ -27,6 +27,11 @@
 // block per 32 / SK chained products, exact in int32. A subgroup whose 16 query rows and
 // the tile's keys are all narrow (prep_qk.comp) sums all of D in one int32 chain; otherwise
 // each block's product is scaled by its two block scales in fp32.
+//
+// Extras (extras.glsl): a batch's key length L_b replaces nk in every row's last key and in
+// the tiles walked; keys at or after L_b never make a tile wide, so the result equals a call
+// with Nk = L_b bit for bit. The bias (times log2(e)) and the mask act on every score a row
+// may see, before the causal and length masking and the row maxima.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -112,7 +117,9 @@ layout(std430, binding = 7) writeonly buffer LB { float lse[]; };
 layout(push_constant) uniform P { // quant_p, pnq, kind arrive as MODE instead
     uint h, hkv, nq, nk, nq_pad, nk_pad, o_offset, causal, quant_p, pnq, kind, t;
     float scale;
+    uint lse_offset, bias_offset, bias_sb, bias_sh, mask_offset, mask_sb, mask_sh;
 } pc;
+#include "extras.glsl"
 
 shared uvec4 sK[BC * KSTR]; // K tile, row-major: sK[key][d]
 shared uvec4 sV[D * VSTR];  // V^T tile: sV[d][key]
@@ -185,14 +192,25 @@ void main()
 #else
     const float qs_hi = qscale[bh * pc.nq_pad + row_hi] * (pc.scale * LOG2E), qs_lo = qscale[bh * pc.nq_pad + row_lo] * (pc.scale * LOG2E);
 #endif
-    const int shift = int(pc.nk) - int(pc.nq);
-    const int last_hi = pc.causal != 0u ? min(int(row_hi) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
-    const int last_lo = pc.causal != 0u ? min(int(row_lo) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
+    const int nk = keys_of(b);
+    const int shift = causal_shift(nk);
+    const int last_hi = pc.causal != 0u ? min(int(row_hi) + shift, nk - 1) : nk - 1;
+    const int last_lo = pc.causal != 0u ? min(int(row_lo) + shift, nk - 1) : nk - 1;
     // every subgroup helps load every tile the workgroup's last real row sees
     const int wg_row = min(int(wg0) + WARPS * 16 - 1, int(pc.nq) - 1);
-    const int wg_last = pc.causal != 0u ? min(int(pc.nk) - 1, wg_row + shift) : int(pc.nk) - 1;
-    const int warp_last = pc.causal != 0u ? min(int(pc.nk) - 1, int(i0) + 15 + shift) : int(pc.nk) - 1;
-    const int warp_first_last = pc.causal != 0u ? int(i0) + shift : int(pc.nk) - 1; // the last key row i0 sees
+    const int wg_last = pc.causal != 0u ? min(nk - 1, wg_row + shift) : nk - 1;
+    const int warp_last = pc.causal != 0u ? min(nk - 1, int(i0) + 15 + shift) : nk - 1;
+    const int warp_first_last = pc.causal != 0u ? int(i0) + shift : nk - 1; // the last key row i0 sees
+    // bias and mask rows (padding rows have none: see the side pass)
+    uint brow_hi = 0u, brow_lo = 0u, mrow_hi = 0u, mrow_lo = 0u;
+    if (HAS_BIAS) {
+        brow_hi = bias_row(b, hh, row_hi);
+        brow_lo = bias_row(b, hh, row_lo);
+    }
+    if (HAS_MASK) {
+        mrow_hi = mask_row(b, hh, row_hi);
+        mrow_lo = mask_row(b, hh, row_lo);
+    }
     const int ntiles = wg_last < 0 ? 0 : wg_last / BC + 1;
     const uint k_row0 = kvh * pc.nk_pad, v_row0 = kvh * uint(D);
     float m_hi = NEG_INF, m_lo = NEG_INF, l_hi = 0.0, l_lo = 0.0;
@@ -226,7 +244,8 @@ void main()
         SACCF s[KT];
 #ifdef S_INT8
         bool wide_k = false;
-        [[unroll]] for (int u = 0; u < BC / 32; u++) wide_k = wide_k || floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u;
+        [[unroll]] for (int u = 0; u < BC / 32; u++) // a key beyond the length does not exist
+            wide_k = wide_k || (floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u && (!HAS_KEYLEN || int(j0 + lane) + 32 * u < nk));
         [[dont_flatten]] if (!(wide_q || subgroupAny(wide_k))) {
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
                 SACC si = SACC(0);
@@ -268,11 +287,23 @@ void main()
         }
 #endif
 
+        // bias and mask on the keys each row may see (the masking below hides the rest)
+        if (HAS_SIDE) {
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    const bool lo = code_low(s_code(i));
+                    const int j = int(j0) + kt * SN + code_col(s_code(i)) + int(2u * t4);
+                    if ((lo ? row_lo : row_hi) < pc.nq && j <= (lo ? last_lo : last_hi))
+                        s[kt][i] = side_score(s[kt][i], lo ? brow_lo : brow_hi, lo ? mrow_lo : mrow_hi, uint(j), LOG2E);
+                }
+            }
+        }
+
         // S is in log2 units (the Q scales carry log2(e)). Maxima per row and 32-key block,
         // masking only tiles that reach past some row's last key.
         float bm_hi[BC / 32], bm_lo[BC / 32];
         [[unroll]] for (int blk = 0; blk < BC / 32; blk++) bm_hi[blk] = bm_lo[blk] = NEG_INF;
-        const bool masked = int(j0) + BC - 1 > min(warp_first_last, int(pc.nk) - 1);
+        const bool masked = int(j0) + BC - 1 > min(warp_first_last, nk - 1);
         [[dont_flatten]] if (masked) {
             const int lim_hi = last_hi - int(j0 + 2u * t4), lim_lo = last_lo - int(j0 + 2u * t4); // masked column offsets exceed these
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
@@ -379,7 +410,7 @@ void main()
         }
     }
     if (t4 == 0u) {
-        if (row_hi < pc.nq) lse[bh * pc.nq + row_hi] = m_hi == NEG_INF ? NEG_INF : m_hi * (1.0 / LOG2E) + log(l_hi * (1.0 / P_SCALE));
-        if (row_lo < pc.nq) lse[bh * pc.nq + row_lo] = m_lo == NEG_INF ? NEG_INF : m_lo * (1.0 / LOG2E) + log(l_lo * (1.0 / P_SCALE));
+        if (row_hi < pc.nq) lse[pc.lse_offset + bh * pc.nq + row_hi] = m_hi == NEG_INF ? NEG_INF : m_hi * (1.0 / LOG2E) + log(l_hi * (1.0 / P_SCALE));
+        if (row_lo < pc.nq) lse[pc.lse_offset + bh * pc.nq + row_lo] = m_lo == NEG_INF ? NEG_INF : m_lo * (1.0 / LOG2E) + log(l_lo * (1.0 / P_SCALE));
     }
 }

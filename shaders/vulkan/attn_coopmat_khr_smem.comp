@@ -67,6 +67,11 @@
 //   BC = 64: 16 * max(64 * (KW + 1), 9 * D) + 4 * 64 * NB + 444 * WARPS * SM (+ 8 / 16 int8).
 //   WARPS * SM = 64: int8 D = 128: 47880, D = 64: 38152; fp16 D = 128: 47104, D = 64: 37888.
 //   Nothing depends on SN, SK (beyond the +8 / +16), PN, PK.
+//
+// Extras (extras.glsl, spec 13): a batch's key length L_b replaces nk in every row's last key
+// and in the tiles walked; keys at or after L_b never make a tile wide, so the result equals a
+// call with Nk = L_b bit for bit. Step 2 adds the bias (times log2(e)) and applies the mask to
+// every score a row may see, before the block maxima.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -147,7 +152,9 @@ layout(std430, binding = 7) writeonly buffer LB { float lse[]; };
 layout(push_constant) uniform P { // quant_p, pnq, kind arrive as MODE
     uint h, hkv, nq, nk, nq_pad, nk_pad, o_offset, causal, quant_p, pnq, kind, t;
     float scale;
+    uint lse_offset, bias_offset, bias_sb, bias_sh, mask_offset, mask_sb, mask_sh;
 } pc;
+#include "extras.glsl"
 
 shared uvec4 sKV[U2 ? 1 : KVN];       // K tile [key][KSTR], then V^T tile [d][VSTR]
 #ifdef S_INT8
@@ -179,15 +186,21 @@ float q_factor(uint qrow)
 
 // Item (row r, block blk) of the S buffer at a0 (uvec4 index): scaled to log2 units and masked
 // (keys past `last`) into p, its maximum into bm. f = 1 on the wide path (already scaled).
-void load_item(uint a0, uint blk, int jb, int last, float qs, bool wide, out float p[32], out float bm)
+// With a bias or mask, (b, hh, row) names the item's row (row < nq: a padding row has none).
+void load_item(uint a0, uint blk, int jb, int last, float qs, bool wide, uint b, uint hh, uint row, out float p[32], out float bm)
 {
+    uint brow = 0u, mrow = 0u;
+    if (HAS_BIAS) brow = bias_row(b, hh, row);
+    if (HAS_MASK) mrow = mask_row(b, hh, row);
+    const int side_last = row < pc.nq ? last : -1; // the keys whose bias and mask exist
     const float NEG_INF = uintBitsToFloat(0xff800000u);
     bm = NEG_INF;
     [[unroll]] for (int e4 = 0; e4 < 8; e4++) {
         const vec4 sv = uintBitsToFloat(sR[a0 + uint(e4)]);
         const vec4 kf = wide ? vec4(1.0) : sKs[blk * 8u + uint(e4)] * qs;
         [[unroll]] for (int i = 0; i < 4; i++) {
-            const float v = jb + 4 * e4 + i <= last ? sv[i] * kf[i] : NEG_INF;
+            float v = jb + 4 * e4 + i <= last ? sv[i] * kf[i] : NEG_INF;
+            if (HAS_SIDE && jb + 4 * e4 + i <= side_last) v = side_score(v, brow, mrow, uint(jb + 4 * e4 + i), LOG2E);
             p[4 * e4 + i] = v;
             bm = max(bm, v);
         }
@@ -248,7 +261,8 @@ void main()
     const uint rb = wr * uint(SM);       // its row arrays
     const uint bb = wr * uint(NI);       // its item arrays
     const uint kbase = kvh * pc.nk_pad;  // first K row of the kv head
-    const int shift = int(pc.nk) - int(pc.nq);
+    const int nk = keys_of(b);
+    const int shift = causal_shift(nk);
 
     // Q fragments, resident for the whole kernel
     const uint qe = (bh * pc.nq_pad + (act ? i0 : wg0)) * uint(D); // element (int8 / fp16) index of row i0
@@ -287,10 +301,10 @@ void main()
 
     // every subgroup helps copy every tile the workgroup's last real row sees
     const int wg_row = min(int(wg0) + WARPS * SM - 1, int(pc.nq) - 1);
-    const int wg_last = pc.causal != 0u ? min(int(pc.nk) - 1, wg_row + shift) : int(pc.nk) - 1;
+    const int wg_last = pc.causal != 0u ? min(nk - 1, wg_row + shift) : nk - 1;
     const int ntiles = wg_last < 0 ? 0 : wg_last / BC + 1;
     const int warp_row = min(int(i0) + SM - 1, int(pc.nq) - 1); // the subgroup's last real row
-    const int warp_last = !act ? -1 : pc.causal != 0u ? min(int(pc.nk) - 1, warp_row + shift) : int(pc.nk) - 1;
+    const int warp_last = !act ? -1 : pc.causal != 0u ? min(nk - 1, warp_row + shift) : nk - 1;
 
     uvec4 kn[PT_K], vn[PT_V];
     vec4 ksn[PT_S];
@@ -316,7 +330,12 @@ void main()
             coopmat<float, gl_ScopeSubgroup, SM, SN, gl_MatrixUseAccumulator> s[ST];
 #ifdef S_INT8
             bool wide_key = false;
-            for (uint e = lane; e < KS_N; e += SG) wide_key = wide_key || any(notEqual(floatBitsToUint(sKs[e]) >> 31, uvec4(0u)));
+            for (uint e = lane; e < KS_N; e += SG) {
+                uvec4 wk = floatBitsToUint(sKs[e]) >> 31;
+                if (HAS_KEYLEN) // a key beyond the length does not exist
+                    wk &= uvec4(lessThan(ivec4(int(j0 + 4u * (e % uint(BC / 4)))) + ivec4(0, 1, 2, 3), ivec4(nk)));
+                wide_key = wide_key || any(notEqual(wk, uvec4(0u)));
+            }
             const bool wide = wide_q || subgroupAny(wide_key);
             [[dont_flatten]] if (!wide) {
                 [[unroll]] for (int kt = 0; kt < ST; kt++) {
@@ -380,10 +399,10 @@ void main()
             float p[32];
             for (uint it = lane; it < uint(NI); it += SG) {
                 const uint r = it % uint(SM), blk = it / uint(SM), row = i0 + r;
-                const int last = pc.causal != 0u ? min(int(row) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
+                const int last = pc.causal != 0u ? min(int(row) + shift, nk - 1) : nk - 1;
                 const float qs = one ? qs1 : q_factor(bh * pc.nq_pad + row);
                 float bm;
-                load_item(sb + r * uint(SST) + blk * 8u, blk, int(j0 + blk * 32u), last, qs, wide, p, bm);
+                load_item(sb + r * uint(SST) + blk * 8u, blk, int(j0 + blk * 32u), last, qs, wide, b, hh, row, p, bm);
                 if (blk == 0u) bm = max(bm, sM[rb + r]);
                 sBM[bb + it] = bm;
             }
@@ -395,9 +414,10 @@ void main()
                 const uint r = it % uint(SM), blk = it / uint(SM);
                 if (!one) { // recompute the item's values from the unchanged S buffer
                     const uint row = i0 + r;
-                    const int last = pc.causal != 0u ? min(int(row) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
+                    const int last = pc.causal != 0u ? min(int(row) + shift, nk - 1) : nk - 1;
                     float bm;
-                    load_item(sb + r * uint(SST) + blk * 8u, blk, int(j0 + blk * 32u), last, q_factor(bh * pc.nq_pad + row), wide, p, bm);
+                    load_item(sb + r * uint(SST) + blk * 8u, blk, int(j0 + blk * 32u), last, q_factor(bh * pc.nq_pad + row), wide, b, hh, row, p,
+                              bm);
                 }
                 float mn = NEG_INF;
                 [[unroll]] for (int k = 0; k < NBLK; k++) mn = max(mn, sBM[bb + uint(k * SM) + r]);
@@ -494,7 +514,7 @@ void main()
         const float m = sM[rb + r], l = sL[rb + r];
         sAl[rb + r] = m == NEG_INF ? 0.0 : 1.0 / l;
         const uint row = i0 + r;
-        if (row < pc.nq) lse[bh * pc.nq + row] = m == NEG_INF ? NEG_INF : m * (1.0 / LOG2E) + log(l * (1.0 / P_SCALE));
+        if (row < pc.nq) lse[pc.lse_offset + bh * pc.nq + row] = m == NEG_INF ? NEG_INF : m * (1.0 / LOG2E) + log(l * (1.0 / P_SCALE));
     }
     [[unroll]] for (int d0 = 0; d0 < OT; d0 += CH) {
         subgroupMemoryBarrierShared();

@@ -41,6 +41,11 @@
 // Constraints: THREADS % 8 == 0, 8 BR % THREADS == 0, BR % OR == 0, THREADS % (BR / OR) == 0
 // and D % CG == 0 (CG a multiple of 8 for conflict-free V^T reads); OCH is reduced to a
 // divisor of OC. MODE bit 0 (quantize P) must be set: unquantized P has no exact int8 form.
+//
+// Extras (extras.glsl): a batch's key length L_b replaces nk in every row's last key and in
+// the tiles the workgroup walks; keys at or after L_b never make a block wide, so the result
+// equals a call with Nk = L_b bit for bit. The bias (times log2(e)) and the mask act on every
+// score a row may see, after the causal and length masking.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_spirv_intrinsics : require
@@ -88,7 +93,9 @@ layout(std430, binding = 7) writeonly buffer LB { float lse[]; };
 layout(push_constant) uniform P {
     uint h, hkv, nq, nk, nq_pad, nk_pad, o_offset, causal, quant_p, pnq, kind, t;
     float scale;
+    uint lse_offset, bias_offset, bias_sb, bias_sh, mask_offset, mask_sb, mask_sh;
 } pc;
+#include "extras.glsl"
 
 shared uvec4 sQ[BR * KW];     // Q rows
 shared uvec4 sKV[STAGE + 16]; // K tile (row j at j * KW + j / 4) or V^T tile (see v_addr)
@@ -137,7 +144,8 @@ void main()
         const uint idx = tid + uint(u * THREADS);
         if (idx < uint(BR * KW)) sQ[idx] = q4[(bh * pc.nq_pad + wg0) * uint(KW) + idx];
     }
-    const int shift = int(pc.nk) - int(pc.nq);
+    const int nk = keys_of(b);
+    const int shift = causal_shift(nk);
     float qs[SR];  // narrow rows' scale, with the softmax scale, log2(e) and the 1/4 of int8 = 2 x E2M1
     int last[SR];  // each row's last visible key
     float m[SR], l[SR];
@@ -147,7 +155,7 @@ void main()
         const float a = qscale[(bh * pc.nq_pad + row) * uint(NB)];
         wide_q = wide_q || floatBitsToUint(a) >> 31 != 0u;
         qs[r] = abs(a) * (pc.scale * 0.25 * LOG2E);
-        last[r] = pc.causal != 0u ? min(int(row) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
+        last[r] = pc.causal != 0u ? min(int(row) + shift, nk - 1) : nk - 1;
         m[r] = NEG_INF;
         l[r] = 0.0;
     }
@@ -156,8 +164,8 @@ void main()
         [[unroll]] for (int u = 0; u < OC; u++) acc[r][u] = 0.0;
 
     const int wg_row = min(int(wg0) + BR - 1, int(pc.nq) - 1);
-    const int wg_last = pc.causal != 0u ? min(int(pc.nk) - 1, wg_row + shift) : int(pc.nk) - 1;
-    const int wg_first_last = pc.causal != 0u ? min(int(wg0) + shift, int(pc.nk) - 1) : int(pc.nk) - 1;
+    const int wg_last = pc.causal != 0u ? min(nk - 1, wg_row + shift) : nk - 1;
+    const int wg_first_last = pc.causal != 0u ? min(int(wg0) + shift, nk - 1) : nk - 1;
     const int ntiles = wg_last < 0 ? 0 : wg_last / 64 + 1;
     const uint k_row0 = kvh * pc.nk_pad, v_row0 = kvh * uint(D);
     const uint vstride = pc.nk_pad / 16u, sstride = pc.nk_pad / 32u;
@@ -202,7 +210,8 @@ void main()
         bool wide = wide_q;
         [[unroll]] for (int u = 0; u < 8; u++) {
             const uint j = uint(u >> 2) * 32u + kg * 4u + uint(u & 3);
-            wide = wide || floatBitsToUint(sS[j * uint(NB)]) >> 31 != 0u;
+            // a key beyond the length does not exist
+            wide = wide || (floatBitsToUint(sS[j * uint(NB)]) >> 31 != 0u && (!HAS_KEYLEN || int(j0 + j) < nk));
         }
         [[dont_flatten]] if (!wide) {
             int si[SR][8];
@@ -248,6 +257,20 @@ void main()
             [[unroll]] for (int r = 0; r < SR; r++)
                 [[unroll]] for (int u = 0; u < 8; u++)
                     if (int(j0) + (u >> 2) * 32 + int(kg) * 4 + (u & 3) > last[r]) s[r][u] = NEG_INF;
+        }
+        if (HAS_SIDE) {
+            [[unroll]] for (int r = 0; r < SR; r++) {
+                const uint row = wg0 + rg * uint(SR) + uint(r);
+                if (row < pc.nq) { // padding rows have no bias or mask row
+                    uint brow = 0u, mrow = 0u;
+                    if (HAS_BIAS) brow = bias_row(b, hh, row);
+                    if (HAS_MASK) mrow = mask_row(b, hh, row);
+                    [[unroll]] for (int u = 0; u < 8; u++) {
+                        const int j = int(j0) + (u >> 2) * 32 + int(kg) * 4 + (u & 3);
+                        if (j <= last[r]) s[r][u] = side_score(s[r][u], brow, mrow, uint(j), LOG2E);
+                    }
+                }
+            }
         }
         [[unroll]] for (int r = 0; r < SR; r++) {
             float bm0 = max(max(s[r][0], s[r][1]), max(s[r][2], s[r][3]));
@@ -352,7 +375,7 @@ void main()
         const uint row = rg * uint(SR) + uint(r);
         if (kg == 0u) {
             sAl[row] = m[r] == NEG_INF ? 0.0 : 1.0 / l[r];
-            if (wg0 + row < pc.nq) lse[bh * pc.nq + wg0 + row] = m[r] == NEG_INF ? NEG_INF : m[r] * (1.0 / LOG2E) + log(l[r]);
+            if (wg0 + row < pc.nq) lse[pc.lse_offset + bh * pc.nq + wg0 + row] = m[r] == NEG_INF ? NEG_INF : m[r] * (1.0 / LOG2E) + log(l[r]);
         }
     }
     barrier();

@@ -5,7 +5,9 @@
 // block each for P quantization) and the D output columns; every invocation keeps
 // the same running m and l by reading the tile from shared memory in key order, so
 // sums follow the reference's order. Private arrays stay tiny (lavapipe runs compute
-// shaders on small coroutine stacks).
+// shaders on small coroutine stacks). Bias, mask and key lengths (extras.glsl) enter where
+// the reference takes them: a row walks only its batch's L_b keys, in the same tiles as a
+// call with Nk = L_b.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 64) in;
 #include "mxfp4.glsl"
@@ -23,7 +25,9 @@ layout(std430, binding = 4) writeonly buffer LB { float lse[]; };
 layout(push_constant) uniform P {
     uint h, hkv, nq, nk, nk_pad, o_offset, causal, quant_p, pnq, kind, t, rows;
     float scale;
+    uint lse_offset, bias_offset, bias_sb, bias_sh, mask_offset, mask_sb, mask_sh;
 } pc;
+#include "extras.glsl"
 
 shared float sq[D];
 shared float sp[BC];  // scores, then P~, then P^
@@ -39,15 +43,19 @@ void main()
     const uint kvh = b * pc.hkv + hh / (pc.h / pc.hkv);
     const uint kbase = kvh * pc.nk_pad * uint(D);
     const float NEG_INF = uintBitsToFloat(0xff800000u);
-    const int last = pc.causal != 0u ? int(i) + int(pc.nk) - int(pc.nq) : int(pc.nk) - 1;
+    const int nk = keys_of(b);
+    const int last = pc.causal != 0u ? min(int(i) + causal_shift(nk), nk - 1) : nk - 1;
+    uint brow = 0u, mrow = 0u;
+    if (HAS_BIAS) brow = bias_row(b, hh, i);
+    if (HAS_MASK) mrow = mask_row(b, hh, i);
 
     for (uint c = tid; c < uint(D); c += 64u) sq[c] = q[row * uint(D) + c];
     float acc[CPT];
     for (int u = 0; u < CPT; u++) acc[u] = 0.0;
     float m = NEG_INF, l = 0.0;
     barrier();
-    for (int j0 = 0; j0 < int(pc.nk) && j0 <= last; j0 += BC) {
-        const int len = min(BC, int(pc.nk) - j0);
+    for (int j0 = 0; j0 <= last; j0 += BC) {
+        const int len = min(BC, nk - j0);
         for (int j = int(tid); j < len; j += 64) {
             float s = NEG_INF;
             if (j0 + j <= last) {
@@ -59,6 +67,7 @@ void main()
                     dot += part;
                 }
                 s = dot * pc.scale;
+                if (HAS_SIDE) s = side_score(s, brow, mrow, uint(j0 + j), 1.0);
             }
             sp[j] = s;
         }
@@ -108,5 +117,5 @@ void main()
         const uint c = tid + uint(u) * 64u;
         if (c < uint(D)) o[obase + c] = m == NEG_INF ? 0.0 : acc[u] / l;
     }
-    if (tid == 0u) lse[row] = m == NEG_INF ? NEG_INF : m + log(l);
+    if (tid == 0u) lse[pc.lse_offset + row] = m == NEG_INF ? NEG_INF : m + log(l);
 }

@@ -14,6 +14,9 @@
 //              byte): 2 * the E2M1 value (an integer in [-12, 12]), and block scales
 //              colscale[head, c, n_pad / 32] = 2^e / 2 (float bits), so value = int8 * scale.
 //              One pass (pass_ and transpose are ignored); used only with quant != 0.
+// With key lengths (EXTRAS bit 2) the tokens at and after keylen[b] (head = b hkv + kv head)
+// read as 0, so the block holding a batch's last key is quantized as in a call with
+// Nk = keylen[b] (docs/attention-inputs.md).
 #extension GL_GOOGLE_include_directive : require
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -23,6 +26,8 @@ layout(local_size_x = 64) in;
 #include "mxfp4.glsl"
 
 layout(constant_id = 0) const int D = 128;
+layout(constant_id = 13) const int EXTRAS = 0; // bit 2: key lengths (the attention kernels' bits)
+const bool HAS_KEYLEN = (EXTRAS & 4) != 0;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 #ifdef OUT_F16
@@ -35,9 +40,10 @@ layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 #endif
 layout(std430, binding = 2) writeonly buffer R { uint colscale[]; }; // float bits
 layout(std430, binding = 3) buffer M { uint colmax[]; };
+layout(std430, binding = 4) readonly buffer KL { uint keylen[]; }; // [B]; read only with HAS_KEYLEN
 
 layout(push_constant) uniform P {
-    uint heads, n, n_pad, x_offset, quant, kind, t, pass_, transpose;
+    uint heads, n, n_pad, x_offset, quant, kind, t, pass_, transpose, hkv;
 } pc;
 
 // The value written for input bits b of a block with exponent e (the column's largest: emax).
@@ -58,13 +64,15 @@ void main()
     const uint idx = gl_WorkGroupID.y * gl_NumWorkGroups.x * 64u + gl_GlobalInvocationID.x;
     if (idx >= pc.heads * nblocks * uint(D)) return;
     const uint c = idx % uint(D), blk = (idx / uint(D)) % nblocks, head = idx / (uint(D) * nblocks);
+    uint n = pc.n; // tokens that exist
+    if (HAS_KEYLEN) n = min(keylen[head / pc.hkv], pc.n);
     uint bits[32];
     uint maxbits = 0u;
     for (uint i = 0u; i < 32u; i++) {
         const uint token = blk * 32u + i;
         // clamped index: no lane ever loads out of bounds
         const uint bv = floatBitsToUint(x[pc.x_offset + (head * pc.n + min(token, pc.n - 1u)) * uint(D) + c]);
-        bits[i] = token < pc.n ? bv : 0u;
+        bits[i] = token < n ? bv : 0u;
         maxbits = max(maxbits, bits[i] & 0x7fffffffu);
     }
     const int e = mx_exponent(maxbits, pc.kind, pc.t);
