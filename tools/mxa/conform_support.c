@@ -1,7 +1,8 @@
 /*
  * mxa conform support: a matrix of what each device supports, one small
  * problem per feature (recipes and ablations, head sizes, Bc, dtypes,
- * device buffers, the NVFP4 baseline, quantization rules, kernel variants).
+ * device buffers, bias / mask / key lengths / top-left / 16-bit and lse buffers, the
+ * NVFP4 baseline, quantization rules, kernel variants).
  * Each cell: "yes" (ran and matches the reference), "no" (the device says
  * MXA_ERR_UNSUPPORTED: allowed), "WRONG" (ran, does not match), "error".
  * Exit 1 if any cell is WRONG or error.
@@ -19,7 +20,7 @@
 
 #define MAX_DEV 32
 
-typedef enum feature_kind { F_RECIPE, F_HEAD, F_BC, F_DTYPE, F_BUFFER, F_NVFP4, F_RULE, F_VARIANT } feature_kind;
+typedef enum feature_kind { F_RECIPE, F_HEAD, F_BC, F_DTYPE, F_BUFFER, F_EXTRA, F_NVFP4, F_RULE, F_VARIANT } feature_kind;
 
 typedef struct feature {
     char name[64];
@@ -53,6 +54,8 @@ static int build_features(feature *f, int max)
     ADD("dtype", F_DTYPE, 2, NULL, "f16 out");
     ADD("dtype", F_DTYPE, 3, NULL, "bf16 out");
     ADD("io", F_BUFFER, 0, NULL, "device buffers");
+    static const char *const extras[] = {"bias", "mask", "key lengths", "top-left causal", "f16 out buffer", "lse buffer"};
+    for (int i = 0; i < 6; i++) ADD("extras", F_EXTRA, i, NULL, "%s", extras[i]);
     ADD("format", F_NVFP4, 0, NULL, "NVFP4 baseline");
     ADD("format", F_NVFP4, 1, NULL, "NVFP4 + smoothing");
     static const char *const rules[] = {"ocp", "tfs", "uos", "q=6.5"};
@@ -88,6 +91,14 @@ static void attention_cell(conform_ctx *ctx, const feature *f, cell *out)
         a.out_dtype = f->arg == 2 ? MXA_F16 : f->arg == 3 ? MXA_BF16 : MXA_F32;
         break;
     case F_BUFFER: a.io = CONFORM_IO_BUFFER; break;
+    case F_EXTRA: /* docs/attention-inputs.md, one at a time */
+        if (f->arg == 0) a.bias = CONFORM_BIAS_RELPOS;
+        if (f->arg == 1) a.mask = CONFORM_MASK_RANDOM;
+        if (f->arg == 2) a.b = 3, a.lengths = 1;
+        if (f->arg == 3) a.causal = MXA_CAUSAL_TOP_LEFT;
+        if (f->arg == 4) a.io = CONFORM_IO_BUFFER, a.out_dtype = MXA_F16;
+        if (f->arg == 5) a.io = CONFORM_IO_BUFFER, a.lse_buffer = 1;
+        break;
     default: break;
     }
     desc = conform_recipe_desc(a.recipe);
