@@ -129,7 +129,8 @@ mxa_status mxa_cl_scratch(cl_impl *d, int slot, size_t bytes, cl_mem *mem)
         return MXA_OK;
     }
     if (s->mem) {
-        /* queued kernels may still use the old buffer: release only after them */
+        /* queued kernels may still use the old buffer: release only after them (on an
+         * application's queue, OpenCL keeps a released buffer until its commands complete) */
         d->cl->Finish(d->queue);
         d->cl->ReleaseMemObject(s->mem);
         s->mem = NULL;
