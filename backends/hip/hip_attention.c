@@ -5,6 +5,7 @@
  *   mxa_attention:              mxa's stream, waited for, host outputs copied back;
  *   mxa_attention_async:        mxa's stream, host outputs copied back on completion;
  *   mxa_hip_attention_enqueue:  the application's stream, nothing waited for.
+ * Program builds: with or without the extras' loads, one per output type (hip_kernels.c).
  * The scratch is reused by every call, so each call is ordered behind the previous
  * one's `done` event (on the device, not the host) before it touches it.
  */
@@ -125,10 +126,13 @@ static mxa_status launch_all(mxa_hip_device *dev, hipStream_t stream, const mxa_
     const int qk = (desc->quantize & MXA_QUANT_QK) != 0, qv = (desc->quantize & MXA_QUANT_V) != 0;
     const int extras = call->bias.host || call->bias.buffer || call->mask.host || call->mask.buffer ||
                        call->key_lengths;
+    const int out_type = call->o_dtype == MXA_F16    ? MXA_HIP_OUT_F16
+                         : call->o_dtype == MXA_BF16 ? MXA_HIP_OUT_BF16
+                                                     : MXA_HIP_OUT_F32;
     const mxa_hip_kernel *prep = NULL, *attn = NULL;
     char *const s = dev->scratch;
     mxa_status st = mxa_hip_prep_kernels(dev, &prep);
-    if (st || (st = mxa_hip_attention_kernel(dev, d, bc, choice->variant, extras, &attn))) return st;
+    if (st || (st = mxa_hip_attention_kernel(dev, d, bc, choice->variant, extras, out_type, &attn))) return st;
 
     char *q = call->q.host ? s + l->q : mxa_hip_buffer_at(call->q.buffer, call->q.offset);
     char *k = call->k.host ? s + l->k : mxa_hip_buffer_at(call->k.buffer, call->k.offset);
@@ -170,8 +174,6 @@ static mxa_status launch_all(mxa_hip_device *dev, hipStream_t stream, const mxa_
                       (desc->placement == MXA_PLACEMENT_PNQ ? MXA_HIP_PNQ : 0) |
                       (desc->causal == MXA_CAUSAL_BOTTOM_RIGHT ? MXA_HIP_CAUSAL : 0) |
                       (desc->causal == MXA_CAUSAL_TOP_LEFT ? MXA_HIP_CAUSAL_TOP_LEFT : 0);
-    const int o_dtype = call->o_dtype == MXA_F16 ? MXA_HIP_OUT_F16 : call->o_dtype == MXA_BF16 ? MXA_HIP_OUT_BF16
-                                                                                                : MXA_HIP_OUT_F32;
     const mxa_side_array *bias = &call->bias, *mask = &call->mask;
     mxa_hip_attn_args aa = {addr(s + l->qc), addr(s + l->qs), addr(s + l->qf), addr(s + l->kc), addr(s + l->ks),
                             addr(s + l->kf), addr(s + l->vc), addr(s + l->vs), addr(s + l->vf), addr(o), addr(lse),
@@ -179,7 +181,7 @@ static mxa_status launch_all(mxa_hip_device *dev, hipStream_t stream, const mxa_
                             bias->b == 1 ? 0 : bias->h * nq * nk, bias->h == 1 ? 0 : nq * nk,
                             mask->b == 1 ? 0 : mask->h * nq * nk, mask->h == 1 ? 0 : nq * nk,
                             (int)b, (int)h, (int)hkv, (int)nq, (int)nk, kblocks, flags, ceil_rule, desc->rule.q,
-                            desc->scale, o_dtype, 0};
+                            desc->scale};
     const unsigned gx = choice->variant == MXA_HIP_SCALAR ? (unsigned)nq : (unsigned)((nq + 31) / 32);
     hipError_t e = dev->api->hipEventRecord(dev->start, stream);
     if (e != MXA_HIP_SUCCESS) return mxa_hip_fail(dev->api, e, "hipEventRecord");
@@ -287,8 +289,9 @@ void mxa_hip_attention_wait(void *impl, mxa_pending *pending)
     mxa_hip_device *dev = impl;
     int previous;
     if (dev->pending != pending) return; /* completed already, by a later operation */
-    if (mxa_hip_enter(dev, &previous) != MXA_OK) {
-        pending->status = MXA_ERR_BACKEND;
+    const mxa_status st = mxa_hip_enter(dev, &previous);
+    if (st) {
+        pending->status = st;
         snprintf(pending->message, sizeof pending->message, "%s", mxa_last_error_message());
         pending->done = 1;
         dev->pending = NULL;

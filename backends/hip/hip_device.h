@@ -80,10 +80,11 @@ mxa_status mxa_hip_buffer_wrap_handle(mxa_hip_device *dev, void *ptr, size_t siz
 /* The prep program's kernels (fn_a, fn_b, fn_c): quantize_rows, prep_qk, prep_v. */
 mxa_status mxa_hip_prep_kernels(mxa_hip_device *dev, const mxa_hip_kernel **out);
 
-/* The attention kernel for head size d, tile bc, a variant, and whether it reads the
- * bias, mask and key lengths (the build without them is the usual one). */
+/* The attention kernel for head size d, tile bc, a variant, whether it reads the bias,
+ * mask and key lengths (the build without them is the usual one) and its output type
+ * (MXA_HIP_OUT_*). */
 mxa_status mxa_hip_attention_kernel(mxa_hip_device *dev, int d, int bc, mxa_hip_variant variant, int extras,
-                                    const mxa_hip_kernel **out);
+                                    int out_type, const mxa_hip_kernel **out);
 
 /* Launches `fn` on `stream` with one by-value argument block. */
 mxa_status mxa_hip_launch(mxa_hip_device *dev, hipStream_t stream, hipFunction_t fn, const char *name, unsigned gx,

@@ -57,12 +57,13 @@ mxa_status mxa_hip_prep_kernels(mxa_hip_device *dev, const mxa_hip_kernel **out)
 }
 
 mxa_status mxa_hip_attention_kernel(mxa_hip_device *dev, int d, int bc, mxa_hip_variant variant, int extras,
-                                    const mxa_hip_kernel **out)
+                                    int out_type, const mxa_hip_kernel **out)
 {
     static const char *const entries[3] = {"mxa_attention", NULL, NULL};
     char options[128];
-    snprintf(options, sizeof options, "-DMXA_D=%d -DMXA_BC=%d -DMXA_VARIANT=%d -DMXA_MFMA_K16=%d -DMXA_EXTRAS=%d", d,
-             bc, (int)variant, dev->arch.mfma_i8_k == 16, extras != 0);
+    snprintf(options, sizeof options,
+             "-DMXA_D=%d -DMXA_BC=%d -DMXA_VARIANT=%d -DMXA_MFMA_K16=%d -DMXA_EXTRAS=%d -DMXA_OUT=%d", d, bc,
+             (int)variant, dev->arch.mfma_i8_k == 16, extras != 0, out_type);
     return get_kernel(dev, "mxa_attention", mxa_hip_src_attention, options, entries, out);
 }
 

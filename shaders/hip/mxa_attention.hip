@@ -7,8 +7,9 @@
  *   -DMXA_MFMA_K16=1      int8 MFMA with K=16 (gfx94x/gfx950; else K=8, gfx908/gfx90a)
  *   -DMXA_EXTRAS=1        reads the bias, mask and key lengths (docs/attention-inputs.md);
  *                         the 0 build, the usual call, has none of their loads
- * Everything else (recipe switches, shapes, causal alignment, output type) is
- * a run-time argument.
+ *   -DMXA_OUT=<id>        output type MXA_HIP_OUT_F32 (default) | _F16 | _BF16 (a run-time
+ *                         choice made the MFMA epilogue spill: one program per type)
+ * Everything else (recipe switches, shapes, causal alignment) is a run-time argument.
  *
  * The scalar variant: one workgroup per query row, following
  * runtime/reference.c operation by operation (the same fp32 operations in the
@@ -22,6 +23,9 @@
 
 #ifndef MXA_EXTRAS
 #define MXA_EXTRAS 0
+#endif
+#ifndef MXA_OUT
+#define MXA_OUT MXA_HIP_OUT_F32
 #endif
 #ifndef MXA_D
 #error "MXA_D is required"
@@ -37,6 +41,18 @@
 #endif
 
 #define MXA_DB (MXA_D / 32) /* blocks along D */
+
+/* Element `at` of the output, as MXA_OUT. */
+MXA_DEV void mxa_store_out(unsigned long long out, long long at, float x)
+{
+#if MXA_OUT == MXA_HIP_OUT_F32
+    ((float *)out)[at] = x;
+#elif MXA_OUT == MXA_HIP_OUT_F16
+    ((mxa_u16 *)out)[at] = mxa_f16_bits(x);
+#else
+    ((mxa_u16 *)out)[at] = mxa_bf16_bits(x);
+#endif
+}
 
 /* Keys batch `bb` has: its key length, or all nk. */
 MXA_DEV int mxa_batch_keys(const mxa_hip_attn_args &a, int bb)
@@ -215,7 +231,7 @@ MXA_KERNEL void mxa_attention(mxa_hip_attn_args a)
     const int empty = l == 0.0f && m == -MXA_INF;
     for (int k = 0; k < MXA_CPT; k++) {
         const int c = t + k * MXA_T;
-        if (c < MXA_D) mxa_store_out(a.o, a.o_dtype, qr * MXA_D + c, empty ? 0.0f : acc[k] / l);
+        if (c < MXA_D) mxa_store_out(a.o, qr * MXA_D + c, empty ? 0.0f : acc[k] / l);
     }
     if (t == 0) ((float *)a.lse)[qr] = empty ? -MXA_INF : m + MXA_LOGF(l);
 }

@@ -248,7 +248,7 @@ MXA_KERNEL void mxa_attention(mxa_hip_attn_args a)
         const float l = l_sh[r], m = m_sh[r];
         const int empty = l == 0.0f && m == -MXA_INF;
         const long long at = (qr0 + qi) * MXA_D + l32;
-        for (int dc = 0; dc < MXA_DB; dc++) mxa_store_out(a.o, a.o_dtype, at + dc * 32, empty ? 0.0f : acc[dc][e] / l);
+        for (int dc = 0; dc < MXA_DB; dc++) mxa_store_out(a.o, at + dc * 32, empty ? 0.0f : acc[dc][e] / l);
     }
     if (lane < 32 && qvalid) {
         const float l = l_sh[lane], m = m_sh[lane];

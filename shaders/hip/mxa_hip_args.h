@@ -28,7 +28,7 @@
 #define MXA_HIP_CAUSAL 16          /* bottom-right aligned (MXA_CAUSAL_BOTTOM_RIGHT) */
 #define MXA_HIP_CAUSAL_TOP_LEFT 32 /* key j visible to row i iff j <= i */
 
-/* Output element types (o_dtype). */
+/* Output element types (-DMXA_OUT=...). */
 #define MXA_HIP_OUT_F32 0
 #define MXA_HIP_OUT_F16 1
 #define MXA_HIP_OUT_BF16 2
@@ -66,7 +66,7 @@ typedef struct mxa_hip_attn_args {
     unsigned long long q_codes, q_scales, q_f32; /* [b*h*nq] rows of d */
     unsigned long long k_codes, k_scales, k_f32; /* [b*hkv*nk] rows of d */
     unsigned long long v_codes, v_scales, v_f32; /* V^T: [b*hkv*d] rows of kblocks*32 */
-    unsigned long long o;   /* o_dtype [b*h*nq, d] */
+    unsigned long long o;   /* [b*h*nq, d] of the program's MXA_OUT type */
     unsigned long long lse; /* float [b*h*nq] */
     unsigned long long bias;        /* float, rows of nk, or 0 */
     unsigned long long mask;        /* u8, rows of nk (0 = hidden), or 0 */
@@ -77,8 +77,6 @@ typedef struct mxa_hip_attn_args {
     int flags; /* MXA_HIP_* */
     int rule_ceil;
     float q, scale;
-    int o_dtype; /* MXA_HIP_OUT_* */
-    int unused;
 } mxa_hip_attn_args;
 
 #endif

@@ -10,21 +10,18 @@ typedef unsigned short mxa_u16;
 
 MXA_DEV mxa_u16 mxa_f16_bits(float f)
 {
-    const mxa_u32 u = mxa_bits(f), au = u & 0x7fffffffu;
-    const mxa_u32 sign = (u >> 16) & 0x8000u;
-    if (au > 0x7f800000u) return (mxa_u16)(sign | 0x7e00u);   /* NaN */
-    if (au >= 0x477ff000u) return (mxa_u16)(sign | 0x7c00u);  /* >= 65520: rounds to Inf */
-    if (au < 0x38800000u) {                                   /* below 2^-14: units of 2^-24 */
-        const int shift = 126 - (int)(au >> 23);              /* >= 14 */
-        if ((au >> 23) == 0 || shift > 31) return (mxa_u16)sign;
-        const mxa_u32 mant = (au & 0x7fffffu) | 0x800000u;
-        const mxa_u32 half = 1u << (shift - 1), rest = mant & ((half << 1) - 1u);
-        mxa_u32 units = mant >> shift;
-        if (rest > half || (rest == half && (units & 1u))) units++;
-        return (mxa_u16)(sign | units);
-    }
+    const mxa_u32 u = mxa_bits(f), au = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
     const mxa_u32 rounded = au + 0x0fffu + ((au >> 13) & 1u); /* RNE on 13 dropped bits */
-    return (mxa_u16)(sign | (((rounded >> 23) - 112u) << 10) | ((rounded >> 13) & 0x3ffu));
+    const mxa_u32 normal = (((rounded >> 23) - 112u) << 10) | ((rounded >> 13) & 0x3ffu);
+    /* Below 2^-14: units of 2^-24 (exact: a power-of-two scale), rounded to nearest even
+     * by adding and taking away 2^23. Selects, not branches: the MFMA epilogue spilled. */
+    const float tiny = au < 0x38800000u ? __builtin_fabsf(f) * 16777216.0f : 0.0f;
+    const mxa_u32 units = (mxa_u32)((tiny + 8388608.0f) - 8388608.0f);
+    const mxa_u32 mag = au > 0x7f800000u   ? 0x7e00u  /* NaN */
+                        : au >= 0x477ff000u ? 0x7c00u  /* >= 65520: rounds to Inf */
+                        : au < 0x38800000u  ? units
+                                            : normal;
+    return (mxa_u16)(sign | mag);
 }
 
 MXA_DEV mxa_u16 mxa_bf16_bits(float f)
@@ -33,13 +30,6 @@ MXA_DEV mxa_u16 mxa_bf16_bits(float f)
     if ((u & 0x7fffffffu) > 0x7f800000u) return (mxa_u16)((u >> 16) | 0x40u);
     u += 0x7fffu + ((u >> 16) & 1u);
     return (mxa_u16)(u >> 16);
-}
-
-/* Element `at` of an output of type MXA_HIP_OUT_*. */
-MXA_DEV void mxa_store_out(unsigned long long out, int dtype, long long at, float x)
-{
-    if (dtype == MXA_HIP_OUT_F32) ((float *)out)[at] = x;
-    else ((mxa_u16 *)out)[at] = dtype == MXA_HIP_OUT_F16 ? mxa_f16_bits(x) : mxa_bf16_bits(x);
 }
 
 #endif

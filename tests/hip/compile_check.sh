@@ -49,11 +49,14 @@ compile() { # arch name file defines...
         fail=$((fail + 1))
     fi
 }
-# Both builds of an attention configuration: without and with the extras (bias, mask, key lengths).
+# An attention configuration without and with the extras (bias, mask, key lengths), f32 out,
+# and the 16-bit outputs once each (-DMXA_OUT=1 f16, 2 bf16).
 attention() { # arch name defines...
     local arch=$1 name=$2; shift 2
     compile "$arch" "$name" "$src/mxa_attention.hip" "$@" -DMXA_EXTRAS=0
     compile "$arch" "$name-extras" "$src/mxa_attention.hip" "$@" -DMXA_EXTRAS=1
+    compile "$arch" "$name-f16" "$src/mxa_attention.hip" "$@" -DMXA_EXTRAS=0 -DMXA_OUT=1
+    compile "$arch" "$name-extras-bf16" "$src/mxa_attention.hip" "$@" -DMXA_EXTRAS=1 -DMXA_OUT=2
 }
 for entry in $plan; do
     arch=${entry%%:*}

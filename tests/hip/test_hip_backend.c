@@ -226,6 +226,7 @@ static void test_attention_launches(void **state)
     assert_true(log_has("compile mxa_prep --gpu-architecture=gfx950:sramecc+:xnack- -O3"));
     assert_true(log_has("-ffp-contract=off"));
     assert_true(log_has("-DMXA_D=64 -DMXA_BC=128 -DMXA_VARIANT=2 -DMXA_MFMA_K16=1"));
+    assert_true(log_has("-DMXA_EXTRAS=0 -DMXA_OUT=0")); /* the usual call: the build without the extras' loads */
     assert_true(log_has("launch mxa_prep_qk 80 1 1 64 args"));  /* one workgroup per Q row: 1*2*40 */
     assert_true(log_has("launch mxa_prep_qk 70 1 1 64 args"));  /* K rows: 1*1*70 */
     assert_true(log_has("launch mxa_prep_v 3 1 1 64 args"));    /* 64 columns x 3 token blocks / 64 */

@@ -292,6 +292,7 @@ static void test_enqueue(void **state)
     to.dtype = MXA_F16;
     assert_int_equal(mxa_hip_attention_enqueue(a.dev, a.s2, &desc, &tq, &tk, &tv, &to, &tl), MXA_OK);
     assert_true(log_has("stream wait"));
+    assert_true(log_has("-DMXA_EXTRAS=1 -DMXA_OUT=1")); /* the bias build, f16 out */
     assert_int_equal(hip.stream_sync(a.s2), 0);
     mxa_tensor hb;
     mxa_tensor_init(&hb, MXA_F32, 1, H, NQ, NK, bias);

@@ -37,16 +37,16 @@ void mxa_emu_run(unsigned gx, unsigned gy, unsigned gz, unsigned threads, const 
 
 typedef void (*emu_attention_fn)(unsigned, unsigned, unsigned, unsigned, const void *);
 extern "C" void emu_prep(const char *fn, unsigned gx, unsigned threads, const void *args);
-#define EMU_CONFIG(name, d, bc, variant, k16, extras) \
+#define EMU_CONFIG(name, d, bc, variant, k16, extras, out) \
     extern "C" void name(unsigned, unsigned, unsigned, unsigned, const void *);
 #include "emu_configs.h"
 #undef EMU_CONFIG
 
 static const struct {
-    int d, bc, variant, k16, extras;
+    int d, bc, variant, k16, extras, out;
     emu_attention_fn fn;
 } configs[] = {
-#define EMU_CONFIG(name, d, bc, variant, k16, extras) {d, bc, variant, k16, extras, name},
+#define EMU_CONFIG(name, d, bc, variant, k16, extras, out) {d, bc, variant, k16, extras, out, name},
 #include "emu_configs.h"
 #undef EMU_CONFIG
 };
@@ -60,11 +60,13 @@ static int option(const char *image, const char *name)
 static emu_attention_fn find(const char *image)
 {
     const int d = option(image, "-DMXA_D="), bc = option(image, "-DMXA_BC="), v = option(image, "-DMXA_VARIANT="),
-              k16 = option(image, "-DMXA_MFMA_K16="), x = option(image, "-DMXA_EXTRAS=");
+              k16 = option(image, "-DMXA_MFMA_K16="), x = option(image, "-DMXA_EXTRAS="),
+              out = option(image, "-DMXA_OUT=");
     for (const auto &c : configs)
-        if (c.d == d && c.bc == bc && c.variant == v && (v != 1 || c.k16 == k16) && c.extras == x) return c.fn;
-    std::fprintf(stderr, "fake_emu: no emulated mxa_attention for D=%d BC=%d variant=%d k16=%d extras=%d\n", d, bc, v,
-                 k16, x);
+        if (c.d == d && c.bc == bc && c.variant == v && (v != 1 || c.k16 == k16) && c.extras == x && c.out == out)
+            return c.fn;
+    std::fprintf(stderr, "fake_emu: no emulated mxa_attention for D=%d BC=%d variant=%d k16=%d extras=%d out=%d\n", d,
+                 bc, v, k16, x, out);
     return nullptr;
 }
 
