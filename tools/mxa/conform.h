@@ -281,9 +281,6 @@ void conform_problem_free(conform_problem *p);
 
 /* desc with the problem's bias, mask and key lengths (bias/mask are filled to point at). */
 void conform_problem_attach(const conform_problem *p, mxa_attention_desc *desc, mxa_tensor *bias, mxa_tensor *mask);
-/* 1 if the call uses anything beyond plain q, k, v, o and a host lse (docs/attention-inputs.md,
- * 16-bit outputs or lse in device buffers). */
-int conform_uses_extras(const conform_problem *p, const mxa_attention_desc *desc, const conform_attn_params *a);
 /* The keys batch b has (its key length, else Nk). */
 int64_t conform_key_count(const conform_problem *p, int64_t b);
 /* Row i of (b, h) of the bias, or NULL. */
@@ -321,11 +318,6 @@ int conform_reference(const mxa_attention_desc *desc, int bc, const conform_prob
  * recipe's tolerance. Fills r; returns 1 on pass. conform_flip.c. */
 int conform_compare(const mxa_attention_desc *desc, int bc, mxa_dtype out_dtype, const conform_problem *p,
                     const conform_outputs *dev, const conform_outputs *ref, const char *ref_name, conform_result *r);
-
-/* 1 if MXA_ERR_UNSUPPORTED from a call is "unsupported" (not a failure) even in a case
- * every device must run, given whether the call uses extras (conform_attn.c: the one
- * place that decides it). */
-int conform_extras_skip_unsupported(int uses_extras);
 
 /* The whole check of one attention case: device, reference at the reported
  * Bc, compare (and the informational NMSE vs fp32). */

@@ -136,12 +136,6 @@ void conform_problem_attach(const conform_problem *p, mxa_attention_desc *desc, 
     if (p->lengths) desc->key_lengths = p->lengths;
 }
 
-int conform_uses_extras(const conform_problem *p, const mxa_attention_desc *desc, const conform_attn_params *a)
-{
-    return p->bias || p->mask || p->lengths || desc->causal == MXA_CAUSAL_TOP_LEFT || a->lse_buffer || a->side_buffer ||
-           (a->io == CONFORM_IO_BUFFER && a->out_dtype != MXA_F32);
-}
-
 /* The bias, mask and key lengths params ask for, drawn from g. 0, or -1 when out of memory. */
 static int problem_extras(conform_problem *p, const conform_attn_params *a, conform_rng *g)
 {
@@ -440,23 +434,13 @@ int conform_reference(const mxa_attention_desc *desc, int bc, const conform_prob
 
 /* ---------------------------------------------------------- the check */
 
-/* extras: unsupported counts as skipped until every backend takes them. The one place that
- * decides whether MXA_ERR_UNSUPPORTED from a call that uses extras (a bias, mask, key
- * lengths, top-left causal, a 16-bit output buffer or an lse buffer) is "unsupported on
- * this backend" rather than a failure, for a case every device must run; the GPU backends
- * are gaining them. Return 0 to make it a failure. */
-int conform_extras_skip_unsupported(int uses_extras)
-{
-    return uses_extras;
-}
-
 void conform_attention_check(conform_ctx *ctx, const mxa_attention_desc *desc, const conform_problem *p,
                              const conform_attn_params *a, unsigned flags, conform_result *r)
 {
     conform_outputs dev = {0}, ref = {0}, f32 = {0};
     mxa_status st = conform_device_attention(ctx, desc, p, a, &dev, r);
     if (st == MXA_ERR_UNSUPPORTED && r->status != CONFORM_FAIL) {
-        if ((flags & CF_REQUIRED) && !ctx->forced && !conform_extras_skip_unsupported(conform_uses_extras(p, desc, a)))
+        if ((flags & CF_REQUIRED) && !ctx->forced) /* every backend takes the extras too (docs/attention-inputs.md) */
             conform_fail(r, "the device says unsupported, but every device must run this: %s", mxa_last_error_message());
         else {
             r->status = CONFORM_UNSUPPORTED;

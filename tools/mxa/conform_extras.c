@@ -101,7 +101,7 @@ static int device_run(conform_ctx *ctx, const mxa_attention_desc *desc, const co
     a.lse = 1;
     const mxa_status st = conform_device_attention(ctx, desc, p, &a, out, r);
     if (r->status == CONFORM_FAIL) return -1;
-    if (st == MXA_ERR_UNSUPPORTED && (ctx->forced || conform_extras_skip_unsupported(conform_uses_extras(p, desc, &a)))) {
+    if (st == MXA_ERR_UNSUPPORTED && ctx->forced) { /* a forced variant may not take them; every default one must */
         r->status = CONFORM_UNSUPPORTED;
         snprintf(r->message, sizeof r->message, "%s", mxa_last_error_message());
         return -1;
