@@ -303,6 +303,34 @@ static void test_enqueue(void **state)
         if (o16[i] != mxa_f32_to_f16(o_ref[i])) fail_msg("O16[%d]: 0x%04x vs 0x%04x", i, o16[i], mxa_f32_to_f16(o_ref[i]));
     expect_exact(a.dlse, l_ref, ROWS, "LSE (top-left, bias)");
 
+    /* A device-buffer mask and key lengths: the host array is read before the call returns. */
+    static uint8_t mask[B * NQ * NK];
+    for (int i = 0; i < B * NQ * NK; i++) mask[i] = (i * 7) % 5 != 0;
+    void *dmask = NULL;
+    mxa_buffer *bmask = NULL;
+    assert_int_equal(hip.malloc(&dmask, sizeof mask), 0);
+    assert_int_equal(mxa_hip_buffer_wrap(a.dev, dmask, sizeof mask, &bmask), MXA_OK);
+    assert_int_equal(mxa_buffer_upload(bmask, 0, mask, sizeof mask), MXA_OK);
+    mxa_tensor tmask, hmask;
+    mxa_tensor_init(&hmask, MXA_BOOL, B, 1, NQ, NK, mask);
+    tmask = hmask;
+    tmask.data = NULL, tmask.buffer = bmask;
+    int32_t lengths[B] = {45};
+    desc = make_desc(MXA_CAUSAL_BOTTOM_RIGHT, NULL);
+    desc.mask = &tmask;
+    desc.key_lengths = lengths;
+    to.dtype = MXA_F32;
+    assert_int_equal(mxa_hip_attention_enqueue(a.dev, a.s1, &desc, &tq, &tk, &tv, &to, &tl), MXA_OK);
+    lengths[0] = 7; /* after the call: must not reach the kernel */
+    assert_int_equal(hip.stream_sync(a.s1), 0);
+    lengths[0] = 45;
+    desc.mask = &hmask;
+    reference(&desc);
+    expect_exact(a.dout, o_ref, QN, "O (mask buffer, key lengths)");
+    expect_exact(a.dlse, l_ref, ROWS, "LSE (mask buffer, key lengths)");
+    mxa_buffer_destroy(bmask);
+    assert_int_equal(hip.free(dmask), 0);
+
     /* NULL is HIP's default stream. */
     memset(a.dout, 0, sizeof o);
     to.dtype = MXA_F32;
