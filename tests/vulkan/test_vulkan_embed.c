@@ -120,6 +120,18 @@ static void io_destroy(app_io *io)
     vk_app_buffer_destroy(&g_app, &io->outputs);
 }
 
+/* The call's tensors over the application's wrapped buffers. */
+typedef struct io_tensors {
+    mxa_tensor q, k, v, o, lse;
+} io_tensors;
+
+static io_tensors io_tensors_of(const app_io *io, mxa_dtype odt)
+{
+    return (io_tensors){dev_tensor(io->in, OFF_Q, MXA_F32, B, H, NQ, D), dev_tensor(io->in, OFF_K, MXA_F32, B, HKV, NK, D),
+                        dev_tensor(io->in, OFF_V, MXA_F32, B, HKV, NK, D), dev_tensor(io->out, OFF_O, odt, B, H, NQ, D),
+                        dev_tensor(io->out, OFF_LSE, MXA_F32, B, H, NQ, 1)};
+}
+
 static void copy(VkCommandBuffer cmd, VkBuffer src, VkDeviceSize so, VkBuffer dst, VkDeviceSize dof, VkDeviceSize n)
 {
     VkBufferCopy c = {so, dof, n};
@@ -129,15 +141,13 @@ static void copy(VkCommandBuffer cmd, VkBuffer src, VkDeviceSize so, VkBuffer ds
 /* One command buffer: upload, barrier, mxa, barrier, read-back; the outputs land in staging. */
 static void run_recorded(app_io *io, const mxa_attention_desc *desc, mxa_dtype odt, mxa_buffer *ws)
 {
-    mxa_tensor q = dev_tensor(io->in, OFF_Q, MXA_F32, B, H, NQ, D), k = dev_tensor(io->in, OFF_K, MXA_F32, B, HKV, NK, D),
-               v = dev_tensor(io->in, OFF_V, MXA_F32, B, HKV, NK, D), o = dev_tensor(io->out, OFF_O, odt, B, H, NQ, D),
-               lse = dev_tensor(io->out, OFF_LSE, MXA_F32, B, H, NQ, 1);
+    io_tensors t = io_tensors_of(io, odt);
     VkCommandBuffer cmd = vk_app_begin(&g_app);
     assert_non_null(cmd);
     copy(cmd, io->staging.buffer, 0, io->inputs.buffer, 0, IN_BYTES);
     copy(cmd, io->staging.buffer, IN_BYTES, io->outputs.buffer, 64, OUT_BYTES); /* 0xAB: what mxa must not touch */
     vk_app_barrier(&g_app, cmd);
-    mxa_status st = mxa_vulkan_attention_record(g_dev, cmd, desc, &q, &k, &v, &o, &lse, ws);
+    mxa_status st = mxa_vulkan_attention_record(g_dev, cmd, desc, &t.q, &t.k, &t.v, &t.o, &t.lse, ws);
     if (st) fprintf(stderr, "record: %s\n", mxa_last_error_message());
     assert_int_equal(st, MXA_OK);
     vk_app_barrier(&g_app, cmd);
@@ -156,11 +166,9 @@ static void run_sync(const mxa_attention_desc *desc, mxa_dtype odt, void *o_out,
 
 static void reserve_for(const mxa_attention_desc *desc, app_io *io, mxa_dtype odt)
 {
-    mxa_tensor q = dev_tensor(io->in, OFF_Q, MXA_F32, B, H, NQ, D), k = dev_tensor(io->in, OFF_K, MXA_F32, B, HKV, NK, D),
-               v = dev_tensor(io->in, OFF_V, MXA_F32, B, HKV, NK, D), o = dev_tensor(io->out, OFF_O, odt, B, H, NQ, D),
-               lse = dev_tensor(io->out, OFF_LSE, MXA_F32, B, H, NQ, 1);
+    io_tensors t = io_tensors_of(io, odt);
     size_t bytes = 0;
-    assert_int_equal(mxa_vulkan_workspace_size(g_dev, desc, &q, &k, &v, &o, &lse, &bytes), MXA_OK);
+    assert_int_equal(mxa_vulkan_workspace_size(g_dev, desc, &t.q, &t.k, &t.v, &t.o, &t.lse, &bytes), MXA_OK);
     assert_true(bytes > 0);
     assert_int_equal(mxa_vulkan_workspace_reserve(g_dev, bytes), MXA_OK);
 }
@@ -230,16 +238,14 @@ static void test_extras_and_caller_workspace(void **state)
     desc.causal = MXA_CAUSAL_TOP_LEFT;
     desc.key_lengths = lengths;
     desc.bias = &bias;
-    mxa_tensor q = dev_tensor(io.in, OFF_Q, MXA_F32, B, H, NQ, D), k = dev_tensor(io.in, OFF_K, MXA_F32, B, HKV, NK, D),
-               v = dev_tensor(io.in, OFF_V, MXA_F32, B, HKV, NK, D), o = dev_tensor(io.out, OFF_O, MXA_F32, B, H, NQ, D),
-               lse = dev_tensor(io.out, OFF_LSE, MXA_F32, B, H, NQ, 1);
+    io_tensors t = io_tensors_of(&io, MXA_F32);
     size_t need = 0;
-    assert_int_equal(mxa_vulkan_workspace_size(g_dev, &desc, &q, &k, &v, &o, &lse, &need), MXA_OK);
+    assert_int_equal(mxa_vulkan_workspace_size(g_dev, &desc, &t.q, &t.k, &t.v, &t.o, &t.lse, &need), MXA_OK);
     mxa_buffer *ws = NULL, *small = NULL;
     assert_int_equal(mxa_buffer_create(g_dev, need, &ws), MXA_OK);
     assert_int_equal(mxa_buffer_create(g_dev, need - 4, &small), MXA_OK);
     VkCommandBuffer cmd = vk_app_begin(&g_app);
-    assert_int_equal(mxa_vulkan_attention_record(g_dev, cmd, &desc, &q, &k, &v, &o, &lse, small), MXA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(mxa_vulkan_attention_record(g_dev, cmd, &desc, &t.q, &t.k, &t.v, &t.o, &t.lse, small), MXA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(mxa_last_error_message(), "workspace"));
     assert_int_equal(vk_app_submit_wait(&g_app, cmd), 0); /* nothing was recorded into it */
     run_recorded(&io, &desc, MXA_F32, ws);
@@ -266,8 +272,8 @@ static void test_prepared_kv(void **state)
     assert_int_equal(mxa_prepare_kv(g_dev, &desc, &kh, &vh, &kv), MXA_OK);
     mxa_attention_desc with = desc;
     with.kv = kv;
-    mxa_tensor q = dev_tensor(io.in, OFF_Q, MXA_F32, B, H, NQ, D), o = dev_tensor(io.out, OFF_O, MXA_F32, B, H, NQ, D),
-               lse = dev_tensor(io.out, OFF_LSE, MXA_F32, B, H, NQ, 1);
+    io_tensors t = io_tensors_of(&io, MXA_F32);
+    mxa_tensor q = t.q, o = t.o, lse = t.lse;
     size_t bytes = 0;
     assert_int_equal(mxa_vulkan_workspace_size(g_dev, &with, &q, NULL, NULL, &o, &lse, &bytes), MXA_OK);
     assert_int_equal(mxa_vulkan_workspace_reserve(g_dev, bytes), MXA_OK);
@@ -299,14 +305,13 @@ static void test_two_calls_one_workspace(void **state)
     d2.causal = MXA_CAUSAL_BOTTOM_RIGHT;
     reserve_for(&d1, &io, MXA_F32);
     reserve_for(&d2, &io, MXA_F32);
-    mxa_tensor q = dev_tensor(io.in, OFF_Q, MXA_F32, B, H, NQ, D), k = dev_tensor(io.in, OFF_K, MXA_F32, B, HKV, NK, D),
-               v = dev_tensor(io.in, OFF_V, MXA_F32, B, HKV, NK, D), o = dev_tensor(io.out, OFF_O, MXA_F32, B, H, NQ, D),
-               oo = dev_tensor(o2, 0, MXA_F32, B, H, NQ, D);
+    io_tensors t = io_tensors_of(&io, MXA_F32);
+    mxa_tensor oo = dev_tensor(o2, 0, MXA_F32, B, H, NQ, D);
     VkCommandBuffer cmd = vk_app_begin(&g_app);
     copy(cmd, io.staging.buffer, 0, io.inputs.buffer, 0, IN_BYTES);
     vk_app_barrier(&g_app, cmd);
-    assert_int_equal(mxa_vulkan_attention_record(g_dev, cmd, &d1, &q, &k, &v, &o, NULL, NULL), MXA_OK);
-    assert_int_equal(mxa_vulkan_attention_record(g_dev, cmd, &d2, &q, &k, &v, &oo, NULL, NULL), MXA_OK);
+    assert_int_equal(mxa_vulkan_attention_record(g_dev, cmd, &d1, &t.q, &t.k, &t.v, &t.o, NULL, NULL), MXA_OK);
+    assert_int_equal(mxa_vulkan_attention_record(g_dev, cmd, &d2, &t.q, &t.k, &t.v, &oo, NULL, NULL), MXA_OK);
     vk_app_barrier(&g_app, cmd);
     assert_int_equal(vk_app_submit_wait(&g_app, cmd), 0);
     static float got1[B * H * NQ * D], got2[B * H * NQ * D], want[B * H * NQ * D], lse[B * H * NQ];
@@ -330,9 +335,8 @@ static void test_misuse(void **state)
     assert_int_equal(mxa_buffer_create(g_own, QB, &foreign), MXA_OK);
     mxa_attention_desc desc;
     mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION);
-    mxa_tensor q = dev_tensor(io.in, OFF_Q, MXA_F32, B, H, NQ, D), k = dev_tensor(io.in, OFF_K, MXA_F32, B, HKV, NK, D),
-               v = dev_tensor(io.in, OFF_V, MXA_F32, B, HKV, NK, D), o = dev_tensor(io.out, OFF_O, MXA_F32, B, H, NQ, D),
-               qf = dev_tensor(foreign, 0, MXA_F32, B, H, NQ, D), qh = tu_tensor(g_q, B, H, NQ, D);
+    io_tensors t = io_tensors_of(&io, MXA_F32);
+    mxa_tensor q = t.q, k = t.k, v = t.v, o = t.o, qf = dev_tensor(foreign, 0, MXA_F32, B, H, NQ, D), qh = tu_tensor(g_q, B, H, NQ, D);
     VkCommandBuffer cmd = vk_app_begin(&g_app);
     assert_int_equal(mxa_vulkan_attention_record(g_dev, cmd, &desc, &qf, &k, &v, &o, NULL, NULL), MXA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(mxa_last_error_message(), "another device"));
