@@ -26,7 +26,7 @@ static mxa_status alloc_buffer(vk_device *dev, VkDeviceSize size, int host_visib
                                           .handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT};
     VkBufferCreateInfo bci = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                               .pNext = exportable ? &ext_buf : NULL,
-                              .size = size,
+                              .size = (size + 3) & ~(VkDeviceSize)3, /* whole words: the kernels read bytes as words */
                               .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                                        VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                               .sharingMode = VK_SHARING_MODE_EXCLUSIVE};

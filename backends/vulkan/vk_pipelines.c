@@ -261,11 +261,13 @@ mxa_status vk_batch_update(vk_batch *batch, const vk_buffer *buf, const void *da
 }
 
 /* The descriptor of a buffer: from its base rounded down to the device's alignment (the
- * shaders add vk_elem_offset), to its end. */
+ * shaders add vk_elem_offset), to its end rounded up to a whole word (the kernels read a
+ * byte mask as words; mxa's own VkBuffers are allocated so, a wrapped one must hold it). */
 static VkDescriptorBufferInfo binding_info(const vk_device *dev, const vk_buffer *b)
 {
     const VkDeviceSize below = b->base % dev->storage_align;
-    return (VkDescriptorBufferInfo){b->buffer, b->base - below, b->borrowed ? b->size + below : VK_WHOLE_SIZE};
+    return (VkDescriptorBufferInfo){b->buffer, b->base - below,
+                                    b->borrowed ? (b->size + below + 3) & ~(VkDeviceSize)3 : VK_WHOLE_SIZE};
 }
 
 mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t subgroup_size,

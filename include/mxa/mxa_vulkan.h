@@ -60,8 +60,9 @@ MXA_API mxa_status mxa_vulkan_device_create(mxa_runtime *rt, const mxa_vulkan_co
 /**
  * An mxa_buffer over `size` bytes at `offset` (a multiple of 4) of the application's
  * VkBuffer, which must have been created with VK_BUFFER_USAGE_STORAGE_BUFFER_BIT (and
- * TRANSFER_SRC/DST for mxa_buffer_upload/download). mxa never frees it; destroy the
- * mxa_buffer before the VkBuffer. Works on mxa's own Vulkan devices too.
+ * TRANSFER_SRC/DST for mxa_buffer_upload/download), and hold offset + size rounded up to a
+ * multiple of 4 bytes (the kernels read a byte mask as 32-bit words). mxa never frees it;
+ * destroy the mxa_buffer before the VkBuffer. Works on mxa's own Vulkan devices too.
  */
 MXA_API mxa_status mxa_vulkan_buffer_wrap(mxa_device *dev, VkBuffer buffer, VkDeviceSize offset, VkDeviceSize size,
                                           mxa_buffer **out);
