@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "extras_problem.h"
 #include "testutil.h"
 #include "vk_test_common.h"
 
@@ -46,65 +47,8 @@ static int teardown(void **state)
     return 0;
 }
 
-/* One problem with its optional inputs; o / lse receive a run's result. */
-typedef struct problem {
-    int64_t b, h, hkv, nq, nk, d;
-    float *q, *k, *v, *o, *lse;
-    float *bias; /* [bb, bh, nq, nk] or NULL */
-    int64_t bb, bh;
-    uint8_t *mask; /* [mb, mh, nq, nk] or NULL */
-    int64_t mb, mh;
-    int32_t *lengths; /* b entries, or NULL */
-    size_t mask_offset; /* > 0: the mask goes in a device buffer at this byte offset */
-} problem;
 
 static int64_t rows_of(const problem *p) { return p->b * p->h * p->nq; }
-
-static problem make(uint64_t seed, int64_t b, int64_t h, int64_t hkv, int64_t nq, int64_t nk, int64_t d)
-{
-    problem p;
-    memset(&p, 0, sizeof p);
-    p.b = b, p.h = h, p.hkv = hkv, p.nq = nq, p.nk = nk, p.d = d;
-    p.q = malloc((size_t)(b * h * nq * d) * 4);
-    p.k = malloc((size_t)(b * hkv * nk * d) * 4);
-    p.v = malloc((size_t)(b * hkv * nk * d) * 4);
-    p.o = malloc((size_t)(b * h * nq * d) * 4);
-    p.lse = malloc((size_t)(b * h * nq) * 4);
-    assert_true(p.q && p.k && p.v && p.o && p.lse);
-    tu_rng rng = {seed};
-    tu_fill_attention(&rng, p.q, p.k, p.v, b, h, hkv, nq, nk, d);
-    return p;
-}
-
-static void add_bias(problem *p, int64_t bb, int64_t bh)
-{
-    p->bb = bb, p->bh = bh;
-    p->bias = calloc((size_t)(bb * bh * p->nq * p->nk), 4);
-    assert_non_null(p->bias);
-}
-
-static void add_mask(problem *p, int64_t mb, int64_t mh)
-{
-    p->mb = mb, p->mh = mh;
-    p->mask = malloc((size_t)(mb * mh * p->nq * p->nk));
-    assert_non_null(p->mask);
-    memset(p->mask, 1, (size_t)(mb * mh * p->nq * p->nk));
-}
-
-static void drop(problem *p)
-{
-    free(p->q), free(p->k), free(p->v), free(p->o), free(p->lse), free(p->bias), free(p->mask), free(p->lengths);
-    memset(p, 0, sizeof *p);
-}
-
-static mxa_attention_desc recipe(mxa_recipe r, int causal)
-{
-    mxa_attention_desc desc;
-    assert_int_equal(mxa_attention_desc_init(&desc, r), MXA_OK);
-    desc.causal = causal;
-    desc.bc = 64; /* fixed: a call per batch must tile its keys as the batched call does */
-    return desc;
-}
 
 /* Runs p on the Vulkan device (vk = 1) or the reference (vk = 0) into p->o / p->lse. */
 static void run(problem *p, const mxa_attention_desc *base, int vk)
