@@ -38,7 +38,7 @@ mxa_status mxa_hip_device_create(mxa_runtime *rt, int hip_device, mxa_device **o
         pd = NULL;
     }
     mxa_hip_api_release(api);
-    if (st) return st;
+    if (st || !pd) return st ? st : mxa_fail(MXA_ERR_INTERNAL, "mxa_hip_device_create: no probe record");
     snprintf(pd->info.id, sizeof pd->info.id, "hip:%d", hip_device);
     pd->info.index = hip_device;
     void *impl = NULL;
