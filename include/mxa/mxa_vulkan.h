@@ -7,7 +7,8 @@
  * Every function follows <mxa/mxa.h>'s conventions (an mxa_status, never an abort,
  * mxa_last_error_message() on failure). Needs the Vulkan headers; mxa itself loads the
  * system Vulkan loader at run time (libvulkan.so.1), so the application's handles must
- * come from that loader.
+ * come from that loader. These functions exist in a library built with the Vulkan backend
+ * (`mxa probe` lists "vulkan" as built); mxa_vulkan_profile.h's exist in every build.
  */
 #ifndef MXA_MXA_VULKAN_H
 #define MXA_MXA_VULKAN_H
