@@ -1,9 +1,11 @@
 /*
  * Attention on an OpenCL device: prepare Q, K, V (prep.cl), then run the
- * chosen variant's kernel, with the extras of docs/attention-inputs.md. Calls
- * are enqueued without waiting (submit); the synchronous call is a submit and
- * a wait. Kernel time comes from event profiling: from the first preparation
- * kernel's start to the attention kernel's end.
+ * chosen variant's kernel, with the extras of docs/attention-inputs.md. A
+ * pre-quantized K/V (mxa_prepare_kv) is decoded to float32 K (rotated) and V
+ * first, then prepared as usual with K's rotation off. Calls are enqueued
+ * without waiting (submit); the synchronous call is a submit and a wait.
+ * Kernel time comes from event profiling: from the first kernel's start (the
+ * decode or the preparation) to the attention kernel's end.
  */
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +36,7 @@ typedef struct run {
     cl_mem q, k, v, o, lse, klen;
     cl_ulong q_off, k_off, v_off, o_off, lse_off;
     cl_int has_lse, has_klen;
+    cl_int rotate[2]; /* Hadamard on Q, K (off for K decoded from a prepared K/V: stored rotated) */
     side bias, mask;
     char extra_options[64]; /* the attention program's -D options for the extras */
     cl_event events[CL_MAX_EVENTS];
@@ -94,7 +97,7 @@ static void rule_args(cl_args *a, const run *r)
 }
 
 /* The arguments mxa_prep_qk and mxa_prep_qk_i8 start with: Q (which = 0) or K (1) as input. */
-static void qk_source_args(cl_args *a, const run *r, int which, const cl_float *norm, const cl_int *had)
+static void qk_source_args(cl_args *a, const run *r, int which, const cl_float *norm)
 {
     const cl_mem *src = which ? &r->k : &r->q;
     const cl_ulong *off = which ? &r->k_off : &r->q_off;
@@ -105,7 +108,7 @@ static void qk_source_args(cl_args *a, const run *r, int which, const cl_float *
     mxa_cl_arg(a, sizeof *n_pad, n_pad);
     mxa_cl_arg(a, sizeof r->s.d, &r->s.d);
     mxa_cl_arg(a, sizeof *norm, norm);
-    mxa_cl_arg(a, sizeof *had, had);
+    mxa_cl_arg(a, sizeof r->rotate[which], &r->rotate[which]);
 }
 
 /* The arguments mxa_prep_v and mxa_prep_v_i8 start with (key lengths included: V is
@@ -136,8 +139,7 @@ static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
 {
     cl_impl *d = r->d;
     const mxa_attention_desc *desc = &r->call->desc;
-    const cl_int had = desc->hadamard != 0, qk = (desc->quantize & MXA_QUANT_QK) != 0,
-                 qv = (desc->quantize & MXA_QUANT_V) != 0;
+    const cl_int qk = (desc->quantize & MXA_QUANT_QK) != 0, qv = (desc->quantize & MXA_QUANT_V) != 0;
     const cl_float norm = desc->hadamard ? mxa_hadamard_norm(r->s.d) : 1.0f;
     cl_program prog = NULL;
     cl_kernel kqk = NULL, kv = NULL;
@@ -149,7 +151,7 @@ static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
         const cl_mem dst = which ? kp : qp;
         const cl_int transpose = which;
         cl_args a = {d->cl, kqk, 0, CL_SUCCESS};
-        qk_source_args(&a, r, which, &norm, &had);
+        qk_source_args(&a, r, which, &norm);
         mxa_cl_arg(&a, sizeof qk, &qk);
         rule_args(&a, r);
         mxa_cl_arg(&a, sizeof transpose, &transpose);
@@ -287,13 +289,12 @@ static mxa_status run_mma(run *r)
         (st = mxa_cl_kernel(d, prep, "mxa_prep_qk_i8", &kqk)) || (st = mxa_cl_kernel(d, prep, "mxa_prep_v_i8", &kv)) ||
         (st = mxa_cl_program(d, CL_FAMILY_MMA, options, &prog)) || (st = mxa_cl_kernel(d, prog, "mxa_attention_mma", &k)))
         goto out;
-    const cl_int had = desc->hadamard != 0;
-    const cl_float norm = had ? mxa_hadamard_norm(r->s.d) : 1.0f;
+    const cl_float norm = desc->hadamard ? mxa_hadamard_norm(r->s.d) : 1.0f;
     for (int which = 0; which < 2 && !st; which++) {
         const cl_mem dst = which ? k8 : q8, dste = which ? ke : qe;
         const cl_int scales_t = which; /* K scales [block][key]: one 16-byte copy per 4 keys */
         cl_args a = {d->cl, kqk, 0, CL_SUCCESS};
-        qk_source_args(&a, r, which, &norm, &had);
+        qk_source_args(&a, r, which, &norm);
         rule_args(&a, r);
         mxa_cl_arg(&a, sizeof scales_t, &scales_t);
         mxa_cl_arg(&a, sizeof dst, &dst);
@@ -395,6 +396,43 @@ static mxa_status extras_in(run *r)
     return MXA_OK;
 }
 
+/* A prepared K/V (call->kv) decoded into the K and V scratch slots as float32 [B*Hkv][Nk][D],
+ * the layout mxa_cl_array_in gives the float32 inputs. */
+static mxa_status kv_in(run *r)
+{
+    cl_impl *d = r->d;
+    const mxa_kv_arrays *kv = &r->call->kv;
+    const cl_buffer *src = kv->buffer;
+    const size_t heads = (size_t)r->s.b * r->s.hkv, bytes = heads * r->s.nk * r->s.d * sizeof(float);
+    const cl_int n32 = (cl_int)kv->nk32;
+    cl_program prog = NULL;
+    cl_kernel k = NULL;
+    mxa_status st;
+    if ((st = mxa_cl_scratch(d, SCRATCH_K, bytes, &r->k)) || (st = mxa_cl_scratch(d, SCRATCH_V, bytes, &r->v)) ||
+        (st = mxa_cl_program(d, CL_FAMILY_PREP, "-cl-std=CL1.2", &prog)) || (st = mxa_cl_kernel(d, prog, "mxa_decode_kv", &k)))
+        goto out;
+    r->k_off = r->v_off = 0;
+    for (cl_int transpose = 0; transpose < 2 && !st; transpose++) {
+        const cl_ulong codes = src->base + kv->offset[2 * transpose], scales = src->base + kv->offset[2 * transpose + 1];
+        const cl_mem dst = transpose ? r->v : r->k;
+        cl_args a = {d->cl, k, 0, CL_SUCCESS};
+        mxa_cl_arg(&a, sizeof src->mem, &src->mem);
+        mxa_cl_arg(&a, sizeof codes, &codes);
+        mxa_cl_arg(&a, sizeof src->mem, &src->mem);
+        mxa_cl_arg(&a, sizeof scales, &scales);
+        mxa_cl_arg(&a, sizeof r->s.nk, &r->s.nk);
+        mxa_cl_arg(&a, sizeof r->s.d, &r->s.d);
+        mxa_cl_arg(&a, sizeof n32, &n32);
+        mxa_cl_arg(&a, sizeof transpose, &transpose);
+        mxa_cl_arg(&a, sizeof dst, &dst);
+        const size_t global[3] = {(size_t)r->s.d, (size_t)r->s.nk, heads};
+        st = mxa_cl_launch(d, &a, 3, global, NULL, r->events, &r->nevents, "mxa_decode_kv");
+    }
+out:
+    if (k) d->cl->ReleaseKernel(k);
+    return st;
+}
+
 /* Enqueues the whole call on d->target: inputs, extras, kernels, and the reads of host
  * outputs (without waiting). The kernels' events are left in r->events; *variant is the
  * variant that ran. On failure the caller finishes the queue (queued uploads read host memory). */
@@ -411,11 +449,14 @@ static mxa_status enqueue_call(cl_impl *d, const mxa_attention_call *call, run *
     r->s = (shape){(cl_int)call->q.b, (cl_int)call->q.h, (cl_int)call->k.h, (cl_int)call->q.n,
                    (cl_int)call->k.n, (cl_int)call->q.d, 0, 0};
     r->rule = mxa_cl_rule_args(call->desc.rule);
+    r->rotate[0] = call->desc.hadamard != 0;
+    r->rotate[1] = call->desc.hadamard != 0 && !call->kv.buffer;
     mxa_status st;
-    if ((st = mxa_cl_array_in(d, &call->q, SCRATCH_Q, &r->q, &r->q_off)) ||
-        (st = mxa_cl_array_in(d, &call->k, SCRATCH_K, &r->k, &r->k_off)) ||
-        (st = mxa_cl_array_in(d, &call->v, SCRATCH_V, &r->v, &r->v_off)) || (st = extras_in(r)))
-        return st;
+    if ((st = mxa_cl_array_in(d, &call->q, SCRATCH_Q, &r->q, &r->q_off))) return st;
+    if (call->kv.buffer) st = kv_in(r);
+    else if (!(st = mxa_cl_array_in(d, &call->k, SCRATCH_K, &r->k, &r->k_off)))
+        st = mxa_cl_array_in(d, &call->v, SCRATCH_V, &r->v, &r->v_off);
+    if (st || (st = extras_in(r))) return st;
     if (call->o.buffer) {
         const cl_buffer *b = call->o.buffer;
         r->o = b->mem;
@@ -435,6 +476,7 @@ static mxa_status enqueue_call(cl_impl *d, const mxa_attention_call *call, run *
     }
 
     cl_variant v = d->desc.variant;
+    const int decoded = r->nevents; /* the decode's events, kept if the variant falls back */
     if (v == CL_VARIANT_MMA_PTX) {
         const char *why = mma_unsuitable(d, call);
         if (why) {
@@ -446,8 +488,8 @@ static mxa_status enqueue_call(cl_impl *d, const mxa_attention_call *call, run *
                       mxa_last_error_message(), mxa_cl_variant_names[CL_VARIANT_TILED]);
             d->desc.supported[CL_VARIANT_MMA_PTX] = 0;
             d->desc.variant = v = CL_VARIANT_TILED;
-            for (int i = 0; i < r->nevents; i++) d->cl->ReleaseEvent(r->events[i]);
-            r->nevents = 0;
+            for (int i = decoded; i < r->nevents; i++) d->cl->ReleaseEvent(r->events[i]);
+            r->nevents = decoded;
             st = MXA_OK;
         }
     }

@@ -191,6 +191,29 @@ __kernel void mxa_prep_v(__global const float *x, ulong x_off, int n, int n_pad,
     }
 }
 
+/*
+ * Pre-quantized K or V (mxa_prepare_kv, runtime/kv.c: mxa_quantize's layout, 16 code bytes per
+ * block of 32 with element 2k in the low nibble of byte k, one E8M0 scale byte per block, 0xFF =
+ * NaN) decoded to float32 [heads][n][d], the input the preparation kernels above take. Both
+ * variants then prepare it as usual, K without the rotation it was stored with: re-quantizing
+ * decoded MXFP4 blocks gives the same values, so the result is that of the float32 K and V.
+ * One work-item per element (adjacent work-items: adjacent channels, so the writes coalesce);
+ * global (d, n, heads). transpose = 0: K rows [heads * n][d]; 1: V^T rows [heads * d][n32 tokens],
+ * the tokens from n on (padding to 32) not read.
+ */
+__kernel void mxa_decode_kv(__global const uchar *codes, ulong codes_off, __global const uchar *scales,
+                            ulong scales_off, int n, int d, int n32, int transpose, __global float *out)
+{
+    const int c = get_global_id(0), j = get_global_id(1), head = get_global_id(2);
+    if (c >= d || j >= n) return;
+    const size_t row = transpose ? (size_t)head * d + c : (size_t)head * n + j;
+    const int col = transpose ? j : c, len = transpose ? n32 : d;
+    const uint byte = codes[codes_off + row * (size_t)(len / 2) + col / 2];
+    const uint code = (col & 1) ? byte >> 4 : byte & 15u;
+    const uint s = scales[scales_off + row * (size_t)(len / 32) + col / 32];
+    out[((size_t)head * n + j) * d + c] = s == MXA_E8M0_NAN ? NAN : mxa_decode(code & 7u, code >> 3, (int)s - 127);
+}
+
 /* ---- int8 preparation for the tensor-core variant (attention_mma.cl) ---- */
 
 /* 2^(e-1) for a block exponent e in [-127, 127]: the factor that turns a

@@ -5,6 +5,7 @@
  * their events, the read-back waiting on `done`. Results are bit for bit the synchronous
  * mxa_attention on the same device (same kernels) and within the conformance NMSE of the
  * reference; f16/bf16 outputs; the wait list is honoured (a user event gates the inputs);
+ * an enqueue on a pre-quantized K/V (mxa_prepare_kv) is bit for bit one on the float32 K/V;
  * calls on two queues of one device share its scratch safely; the application may drop its
  * references after handing them over; misuse gets one clear error and enqueues nothing.
  */
@@ -277,6 +278,74 @@ static void test_enqueue_event_chain(void **state)
     for (int i = 0; i < 7; i++) mxa_buffer_destroy(all[i]);
 }
 
+/* Pre-quantized K/V, prepared from the application's cl_mem: an enqueue on them (k = v = NULL)
+ * after a gated write of q, read after `done`, is bit for bit the enqueue on the float32 K/V. */
+static void test_enqueue_prepared_kv(void **state)
+{
+    NEED_OPENCL(f);
+    cl_mem mq = new_mem(f->ctx, sizeof f->q), mk = new_mem(f->ctx, sizeof f->k), mv = new_mem(f->ctx, sizeof f->v),
+           mo = new_mem(f->ctx, QN * 4), ml = new_mem(f->ctx, ROWS * 4);
+    mxa_buffer *bq = wrap(f->dev, mq, 0, sizeof f->q), *bk = wrap(f->dev, mk, 0, sizeof f->k),
+               *bv = wrap(f->dev, mv, 0, sizeof f->v), *bo = wrap(f->dev, mo, 0, QN * 4), *bl = wrap(f->dev, ml, 0, ROWS * 4);
+    assert_int_equal(cl.EnqueueWriteBuffer(f->queue, mk, CL_TRUE, 0, sizeof f->k, f->k, 0, NULL, NULL), CL_SUCCESS);
+    assert_int_equal(cl.EnqueueWriteBuffer(f->queue, mv, CL_TRUE, 0, sizeof f->v, f->v, 0, NULL, NULL), CL_SUCCESS);
+    mxa_tensor tq = buffer_tensor(MXA_F32, bq, B, H, NQ, D), tk = buffer_tensor(MXA_F32, bk, B, HKV, NK, D),
+               tv = buffer_tensor(MXA_F32, bv, B, HKV, NK, D), to = buffer_tensor(MXA_F32, bo, B, H, NQ, D),
+               tl = buffer_tensor(MXA_F32, bl, B, H, NQ, 1);
+    static const int32_t lengths[B] = {61, 17};
+    for (int c = 0; c < 3; c++) {
+        mxa_attention_desc desc;
+        mxa_attention_desc_init(&desc, c == 1 ? MXA_RECIPE_OCP_DIRECT : MXA_RECIPE_MXATTENTION);
+        desc.causal = c == 0 ? MXA_CAUSAL_BOTTOM_RIGHT : c == 2 ? MXA_CAUSAL_TOP_LEFT : MXA_CAUSAL_NONE;
+        if (c == 2) desc.key_lengths = lengths;
+        desc.bc = 64; /* the reference's */
+        mxa_kv *kv = NULL;
+        mxa_status st = mxa_prepare_kv(f->dev, &desc, &tk, &tv, &kv);
+        if (st) printf("# prepare: %s\n", mxa_last_error_message());
+        assert_int_equal(st, MXA_OK);
+        static float o[2][QN], lse[2][ROWS];
+        for (int prepared = 0; prepared < 2; prepared++) {
+            mxa_attention_desc with = desc;
+            if (prepared) with.kv = kv;
+            cl_int err = CL_SUCCESS;
+            cl_event gate = cl.CreateUserEvent(f->ctx, &err), write = NULL, done = NULL, reads[2];
+            assert_non_null(gate);
+            assert_int_equal(cl.EnqueueWriteBuffer(f->queue, mq, CL_FALSE, 0, sizeof f->q, f->q, 1, &gate, &write),
+                             CL_SUCCESS);
+            st = mxa_opencl_attention_enqueue(f->dev, f->queue, 1, &write, &done, &with, &tq, prepared ? NULL : &tk,
+                                              prepared ? NULL : &tv, &to, &tl);
+            if (st) printf("# enqueue: %s\n", mxa_last_error_message());
+            assert_int_equal(st, MXA_OK);
+            assert_true(event_status(done) != CL_COMPLETE); /* the gate holds q back */
+            assert_int_equal(cl.SetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+            memset(o[prepared], 0xCD, sizeof o[prepared]);
+            assert_int_equal(cl.EnqueueReadBuffer(f->queue, mo, CL_FALSE, 0, QN * 4, o[prepared], 1, &done, &reads[0]),
+                             CL_SUCCESS);
+            assert_int_equal(cl.EnqueueReadBuffer(f->queue, ml, CL_FALSE, 0, ROWS * 4, lse[prepared], 1, &done, &reads[1]),
+                             CL_SUCCESS);
+            assert_int_equal(cl.WaitForEvents(2, reads), CL_SUCCESS);
+            cl_event all[5] = {gate, write, done, reads[0], reads[1]};
+            for (int i = 0; i < 5; i++) cl.ReleaseEvent(all[i]);
+        }
+        printf("# enqueue on prepared K/V, case %d: %s\n", c,
+               memcmp(o[0], o[1], sizeof o[0]) || memcmp(lse[0], lse[1], sizeof lse[0]) ? "differs" : "bit for bit");
+        assert_memory_equal(o[0], o[1], sizeof o[0]);
+        assert_memory_equal(lse[0], lse[1], sizeof lse[0]);
+        static float ref[QN];
+        mxa_tensor hq = tu_tensor(f->q, B, H, NQ, D), hk = tu_tensor(f->k, B, HKV, NK, D), hv = tu_tensor(f->v, B, HKV, NK, D),
+                   hr = tu_tensor(ref, B, H, NQ, D);
+        assert_int_equal(mxa_reference_attention(&desc, 64, &hq, &hk, &hv, &hr, NULL, NULL), MXA_OK);
+        assert_true(tu_nmse(o[1], ref, QN) <= 1e-5);
+        mxa_kv_destroy(kv);
+    }
+    mxa_buffer *bufs[5] = {bq, bk, bv, bo, bl};
+    cl_mem mems[5] = {mq, mk, mv, mo, ml};
+    for (int i = 0; i < 5; i++) {
+        mxa_buffer_destroy(bufs[i]);
+        cl.ReleaseMemObject(mems[i]);
+    }
+}
+
 /* Two queues of one device: the second call waits for the first (shared scratch) by itself. */
 static void test_two_queues(void **state)
 {
@@ -452,6 +521,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_enqueue_event_chain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enqueue_prepared_kv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_queues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_misuse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lifetimes, setup, teardown),
