@@ -2,6 +2,10 @@
  * Attention on a HIP device, all on one stream: uploads of host inputs, rotate +
  * quantize Q, K (mxa_prep_qk) and V^T (mxa_prep_v) into the device's scratch, one
  * launch of the variant's attention kernel over every (batch, head).
+ * A pre-quantized K/V (mxa_prepare_kv) is already in the prep's output layout, byte for
+ * byte (K blocks [rows][D/32], V^T blocks [heads*D][Nk32/32], the same codes the prep
+ * makes of the float32 K and V, zero-padded after the key lengths alike): the attention
+ * kernel reads it in place, and only Q is prepared.
  *   mxa_attention:              mxa's stream, waited for, host outputs copied back;
  *   mxa_attention_async:        mxa's stream, host outputs copied back on completion;
  *   mxa_hip_attention_enqueue:  the application's stream, nothing waited for.
@@ -66,8 +70,10 @@ static layout plan(const mxa_attention_call *call)
     l.v = region(&l, call->v.host ? array_bytes(&call->v) : 0);
     l.o = region(&l, call->o.host ? array_bytes(&call->o) : 0);
     operand(&l, qk, b * h * nq * (d / 32), &l.qc, &l.qs, &l.qf);
-    operand(&l, qk, b * hkv * nk * (d / 32), &l.kc, &l.ks, &l.kf);
-    operand(&l, qv, b * hkv * d * ((nk + 31) / 32), &l.vc, &l.vs, &l.vf);
+    if (!call->kv.buffer) {
+        operand(&l, qk, b * hkv * nk * (d / 32), &l.kc, &l.ks, &l.kf);
+        operand(&l, qv, b * hkv * d * ((nk + 31) / 32), &l.vc, &l.vs, &l.vf);
+    }
     l.lse = region(&l, call->lse_buffer ? 0 : (size_t)(b * h * nq) * sizeof(float));
     l.bias = region(&l, side_bytes(&call->bias, sizeof(float)));
     l.mask = region(&l, side_bytes(&call->mask, 1));
@@ -110,6 +116,13 @@ static mxa_status upload(mxa_hip_device *dev, hipStream_t stream, void *dst, con
     return mxa_hip_fail(dev->api, e, call);
 }
 
+/* An array's device address: its copy in the scratch, its buffer, or NULL (k, v of a prepared K/V). */
+static char *array_at(const mxa_array *a, char *upload)
+{
+    if (a->host) return upload;
+    return a->buffer ? mxa_hip_buffer_at(a->buffer, a->offset) : NULL;
+}
+
 /* A side array's device address (its buffer, or its upload in the scratch), or 0. */
 static unsigned long long side_ptr(const mxa_side_array *s, char *scratch, size_t at)
 {
@@ -134,10 +147,14 @@ static mxa_status launch_all(mxa_hip_device *dev, hipStream_t stream, const mxa_
     mxa_status st = mxa_hip_prep_kernels(dev, &prep);
     if (st || (st = mxa_hip_attention_kernel(dev, d, bc, choice->variant, extras, out_type, &attn))) return st;
 
-    char *q = call->q.host ? s + l->q : mxa_hip_buffer_at(call->q.buffer, call->q.offset);
-    char *k = call->k.host ? s + l->k : mxa_hip_buffer_at(call->k.buffer, call->k.offset);
-    char *v = call->v.host ? s + l->v : mxa_hip_buffer_at(call->v.buffer, call->v.offset);
-    char *o = call->o.host ? s + l->o : mxa_hip_buffer_at(call->o.buffer, call->o.offset);
+    char *q = array_at(&call->q, s + l->q), *k = array_at(&call->k, s + l->k), *v = array_at(&call->v, s + l->v);
+    char *o = array_at(&call->o, s + l->o);
+    /* the quantized K and V^T the attention reads: made by the prep below, or prepared */
+    const mxa_kv_arrays *kv = &call->kv;
+    char *kc = kv->buffer ? mxa_hip_buffer_at(kv->buffer, kv->offset[0]) : s + l->kc;
+    char *ks = kv->buffer ? mxa_hip_buffer_at(kv->buffer, kv->offset[1]) : s + l->ks;
+    char *vc = kv->buffer ? mxa_hip_buffer_at(kv->buffer, kv->offset[2]) : s + l->vc;
+    char *vs = kv->buffer ? mxa_hip_buffer_at(kv->buffer, kv->offset[3]) : s + l->vs;
     char *lse = call->lse_buffer ? mxa_hip_buffer_at(call->lse_buffer, call->lse_offset) : s + l->lse;
     const void *lengths = call->key_lengths ? s + l->lengths : NULL;
     if ((call->q.host && (st = upload(dev, stream, q, call->q.host, array_bytes(&call->q), "q"))) ||
@@ -149,24 +166,25 @@ static mxa_status launch_all(mxa_hip_device *dev, hipStream_t stream, const mxa_
                                  "key lengths"))))
         return st;
 
-    /* SPEC §2 steps 1-2. */
+    /* SPEC §2 steps 1-2 (of Q only, on a prepared K/V). */
     const int ceil_rule = desc->rule.kind == MXA_RULE_CEIL;
     const float hnorm = mxa_hadamard_norm(d);
     mxa_hip_prep_args pq = {addr(q), addr(s + l->qc), addr(s + l->qs), addr(s + l->qf), 0, b * h * nq, d, (int)nk,
                             kblocks, desc->hadamard, qk, ceil_rule, desc->rule.q, hnorm, (int)hkv, 0};
     mxa_hip_prep_args pk = pq;
-    pk.src = addr(k), pk.codes = addr(s + l->kc), pk.scales = addr(s + l->ks), pk.f32 = addr(s + l->kf);
+    pk.src = addr(k), pk.codes = addr(kc), pk.scales = addr(ks), pk.f32 = addr(s + l->kf);
     pk.rows = b * hkv * nk;
-    mxa_hip_prep_args pv = {addr(v), addr(s + l->vc), addr(s + l->vs), addr(s + l->vf), addr(lengths), b * hkv, d,
+    mxa_hip_prep_args pv = {addr(v), addr(vc), addr(vs), addr(s + l->vf), addr(lengths), b * hkv, d,
                             (int)nk, kblocks, 0, qv, ceil_rule, desc->rule.q, hnorm, (int)hkv, 0};
     const long long v_items = b * hkv * d * kblocks;
     if ((st = mxa_hip_launch(dev, stream, prep->fn_b, "mxa_prep_qk", (unsigned)pq.rows, 1, 1, MXA_HIP_PREP_THREADS,
                              &pq)) ||
-        (st = mxa_hip_launch(dev, stream, prep->fn_b, "mxa_prep_qk", (unsigned)pk.rows, 1, 1, MXA_HIP_PREP_THREADS,
-                             &pk)) ||
-        (st = mxa_hip_launch(dev, stream, prep->fn_c, "mxa_prep_v",
-                             (unsigned)((v_items + MXA_HIP_PREP_THREADS - 1) / MXA_HIP_PREP_THREADS), 1, 1,
-                             MXA_HIP_PREP_THREADS, &pv)))
+        (!kv->buffer &&
+         ((st = mxa_hip_launch(dev, stream, prep->fn_b, "mxa_prep_qk", (unsigned)pk.rows, 1, 1, MXA_HIP_PREP_THREADS,
+                               &pk)) ||
+          (st = mxa_hip_launch(dev, stream, prep->fn_c, "mxa_prep_v",
+                               (unsigned)((v_items + MXA_HIP_PREP_THREADS - 1) / MXA_HIP_PREP_THREADS), 1, 1,
+                               MXA_HIP_PREP_THREADS, &pv)))))
         return st;
 
     /* SPEC §2 steps 3-5. */
@@ -175,8 +193,8 @@ static mxa_status launch_all(mxa_hip_device *dev, hipStream_t stream, const mxa_
                       (desc->causal == MXA_CAUSAL_BOTTOM_RIGHT ? MXA_HIP_CAUSAL : 0) |
                       (desc->causal == MXA_CAUSAL_TOP_LEFT ? MXA_HIP_CAUSAL_TOP_LEFT : 0);
     const mxa_side_array *bias = &call->bias, *mask = &call->mask;
-    mxa_hip_attn_args aa = {addr(s + l->qc), addr(s + l->qs), addr(s + l->qf), addr(s + l->kc), addr(s + l->ks),
-                            addr(s + l->kf), addr(s + l->vc), addr(s + l->vs), addr(s + l->vf), addr(o), addr(lse),
+    mxa_hip_attn_args aa = {addr(s + l->qc), addr(s + l->qs), addr(s + l->qf), addr(kc), addr(ks),
+                            addr(s + l->kf), addr(vc), addr(vs), addr(s + l->vf), addr(o), addr(lse),
                             side_ptr(bias, s, l->bias), side_ptr(mask, s, l->mask), addr(lengths),
                             bias->b == 1 ? 0 : bias->h * nq * nk, bias->h == 1 ? 0 : nq * nk,
                             mask->b == 1 ? 0 : mask->h * nq * nk, mask->h == 1 ? 0 : nq * nk,

@@ -344,7 +344,7 @@ out:
 const mxa_backend_ops mxa_hip_backend = {
     .name = "hip",
     .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
-              MXA_EXTRA_LSE_BUFFER,
+              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV,
     .probe = hip_probe,
     .release = hip_release,
     .open = hip_open,

@@ -273,6 +273,85 @@ static void test_extras_matter(void **state)
     assert_true(tu_nmse(plain, o_hip, (int64_t)B * H * NQ * 64) > 1e-3);
 }
 
+/* ---- pre-quantized K/V (mxa_prepare_kv) */
+
+/* One case: recipe, causal alignment, key lengths ({-1, ..}: none). */
+typedef struct kv_case {
+    mxa_recipe recipe;
+    int causal;
+    int32_t lengths[B];
+} kv_case;
+
+/* Attention on a K/V prepared on a fresh hip:0 (k = v = NULL) into o_hip / l_hip, then on
+ * the float32 K and V on the same device into o_ref / l_ref: the kernel reads the prepared
+ * codes in place (no K or V prep is launched) and gets the same bits. */
+static void run_kv(const kv_case *c, int bc, int d, const char *variant, uint64_t seed)
+{
+    tu_rng rng = {seed};
+    tu_fill_attention(&rng, q, k, v, B, H, HKV, NQ, NK, d);
+    if (c->lengths[0] >= 0) /* padding tokens that would change a V block were they quantized with it */
+        for (int bb = 0; bb < B; bb++)
+            for (int hh = 0; hh < HKV; hh++)
+                for (int i = ((bb * HKV + hh) * NK + c->lengths[bb]) * d; i < (bb * HKV + hh + 1) * NK * d; i++)
+                    k[i] = v[i] = 1e4f;
+    mxa_attention_desc desc;
+    mxa_attention_desc_init(&desc, c->recipe);
+    desc.causal = c->causal;
+    desc.bc = bc;
+    desc.key_lengths = c->lengths[0] >= 0 ? c->lengths : NULL;
+    mxa_tensor tq, tk, tv, to, tl, ro, rl;
+    mxa_tensor_init(&tq, MXA_F32, B, H, NQ, d, q);
+    mxa_tensor_init(&tk, MXA_F32, B, HKV, NK, d, k);
+    mxa_tensor_init(&tv, MXA_F32, B, HKV, NK, d, v);
+    mxa_tensor_init(&to, MXA_F32, B, H, NQ, d, o_hip);
+    mxa_tensor_init(&tl, MXA_F32, B, H, NQ, 1, l_hip);
+    mxa_tensor_init(&ro, MXA_F32, B, H, NQ, d, o_ref);
+    mxa_tensor_init(&rl, MXA_F32, B, H, NQ, 1, l_ref);
+    mxa_runtime *rt = NULL;
+    mxa_device *dev = NULL;
+    mxa_kv *kv = NULL;
+    mxa_attention_info info;
+    assert_int_equal(mxa_runtime_create(NULL, &rt), MXA_OK);
+    assert_int_equal(mxa_device_open(rt, "hip:0", &dev), MXA_OK);
+    if (mxa_prepare_kv(dev, &desc, &tk, &tv, &kv)) fail_msg("mxa_prepare_kv: %s", mxa_last_error_message());
+    desc.kv = kv;
+    /* first, on a scratch no float32 call has filled with its quantized K and V */
+    if (mxa_attention(dev, &desc, &tq, NULL, NULL, &to, &tl, &info)) fail_msg("prepared K/V: %s", mxa_last_error_message());
+    assert_string_equal(info.variant, variant);
+    assert_int_equal(log_count("launch mxa_prep_qk"), 1); /* Q only */
+    assert_int_equal(log_count("launch mxa_prep_v"), 0);
+    desc.kv = NULL;
+    if (mxa_attention(dev, &desc, &tq, &tk, &tv, &ro, &rl, &info)) fail_msg("float32 K/V: %s", mxa_last_error_message());
+    assert_string_equal(info.variant, variant);
+    mxa_kv_destroy(kv);
+    mxa_device_close(dev);
+    mxa_runtime_destroy(rt);
+    assert_int_equal(log_count("malloc"), log_count("free"));
+}
+
+/* Scalar and int8 MFMA (K = 16 and 8), both recipes, causal alignments and key lengths (GQA: H = 4, Hkv = 2);
+ * gfx950's scaled MFMA too, which reads the same codes (bit for bit the float32 K/V on the same device). */
+static void test_kv(void **state)
+{
+    (void)state;
+    static const kv_case cases[] = {
+        {MXA_RECIPE_MXATTENTION, MXA_CAUSAL_NONE, {-1, 0}},
+        {MXA_RECIPE_OCP_DIRECT, MXA_CAUSAL_BOTTOM_RIGHT, {70, 33}},
+        {MXA_RECIPE_MXATTENTION, MXA_CAUSAL_TOP_LEFT, {45, 20}},
+    };
+    static const struct {
+        const char *arch, *kernel, *variant;
+        int cases;
+    } runs[] = {{"gfx942", "hip-scalar", "hip-scalar", 3}, {"gfx942", NULL, "hip-mfma-i8", 3},
+                {"gfx90a", NULL, "hip-mfma-i8", 1},         {"gfx950", NULL, "hip-mfma-fp4", 1}};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++)
+        for (int i = 0; i < runs[r].cases; i++) {
+            emulate(runs[r].arch, runs[r].kernel);
+            run_kv(&cases[i], 64, 64, runs[r].variant, 5000 + (uint64_t)i);
+            expect_exact(64);
+        }
+}
+
 static void test_quantize(void **state)
 {
     (void)state;
@@ -313,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_extras_exact),
         cmocka_unit_test(test_extras_fp4),
         cmocka_unit_test(test_extras_matter),
+        cmocka_unit_test(test_kv),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     fake_end();

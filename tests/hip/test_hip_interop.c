@@ -348,6 +348,46 @@ static void test_enqueue(void **state)
     app_close(&a);
 }
 
+/* A K/V prepared on the application's device (from its own buffers), enqueued with k = v = NULL
+ * (first on a fresh device): bit for bit the enqueue on the float32 K and V on another stream. */
+static void test_enqueue_kv(void **state)
+{
+    (void)state;
+    emulate();
+    fill(41);
+    app a;
+    app_open(&a);
+    mxa_tensor tq, tk, tv, to, tl;
+    device_tensors(&a, &tq, &tk, &tv, &to, &tl);
+    assert_int_equal(mxa_buffer_upload(a.bq, 0, q, sizeof q), MXA_OK);
+    assert_int_equal(mxa_buffer_upload(a.bk, 0, k, sizeof k), MXA_OK);
+    assert_int_equal(mxa_buffer_upload(a.bv, 0, v, sizeof v), MXA_OK);
+    int32_t lengths[B] = {45};
+    static const mxa_recipe recipes[2] = {MXA_RECIPE_MXATTENTION, MXA_RECIPE_OCP_DIRECT};
+    for (int r = 0; r < 2; r++) { /* with key lengths, then without */
+        mxa_attention_desc desc;
+        mxa_attention_desc_init(&desc, recipes[r]);
+        desc.bc = BC;
+        desc.causal = MXA_CAUSAL_BOTTOM_RIGHT;
+        desc.key_lengths = r == 0 ? lengths : NULL;
+        mxa_kv *kv = NULL;
+        if (mxa_prepare_kv(a.dev, &desc, &tk, &tv, &kv)) fail_msg("mxa_prepare_kv: %s", mxa_last_error_message());
+        desc.kv = kv;
+        if (mxa_hip_attention_enqueue(a.dev, a.s2, &desc, &tq, NULL, NULL, &to, &tl))
+            fail_msg("enqueue on the prepared K/V: %s", mxa_last_error_message());
+        assert_int_equal(hip.stream_sync(a.s2), 0);
+        memcpy(o, a.dout, sizeof o);
+        memcpy(lse, a.dlse, sizeof lse);
+        mxa_kv_destroy(kv);
+        desc.kv = NULL;
+        assert_int_equal(mxa_hip_attention_enqueue(a.dev, a.s1, &desc, &tq, &tk, &tv, &to, &tl), MXA_OK);
+        assert_int_equal(hip.stream_sync(a.s1), 0);
+        expect_exact(o, a.dout, QN, "O (prepared K/V)");
+        expect_exact(lse, a.dlse, ROWS, "LSE (prepared K/V)");
+    }
+    app_close(&a);
+}
+
 static void test_misuse(void **state)
 {
     (void)state;
@@ -396,6 +436,17 @@ static void test_misuse(void **state)
     tq.buffer = buf;
     assert_int_equal(mxa_hip_attention_enqueue(a.dev, a.s1, &desc, &tq, &tk, &tv, &to, &tl), MXA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(mxa_last_error_message(), "another device"));
+    /* ... and so is a K/V prepared on it */
+    mxa_tensor hk, hv;
+    mxa_tensor_init(&hk, MXA_F32, B, HKV, NK, D, k);
+    mxa_tensor_init(&hv, MXA_F32, B, HKV, NK, D, v);
+    mxa_kv *kv1 = NULL;
+    assert_int_equal(mxa_prepare_kv(dev1, &desc, &hk, &hv, &kv1), MXA_OK);
+    tq.buffer = a.bq;
+    desc.kv = kv1;
+    assert_int_equal(mxa_hip_attention_enqueue(a.dev, a.s1, &desc, &tq, NULL, NULL, &to, &tl), MXA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(mxa_last_error_message(), "prepared on another device"));
+    mxa_kv_destroy(kv1);
     mxa_buffer_destroy(buf);
     mxa_device_close(dev1);
     assert_int_equal(hip.free(other), 0);
@@ -431,7 +482,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_async),         cmocka_unit_test(test_async_then_call),
         cmocka_unit_test(test_device_create), cmocka_unit_test(test_enqueue),
-        cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_enqueue_kv),    cmocka_unit_test(test_misuse),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
