@@ -240,3 +240,16 @@ def test_float64_converted_once_and_overflow_refused():
         assert e.value.status == "MXA_ERR_NON_FINITE"
         with pytest.raises(mxa.Error, match=r"quantize: x: element 66 is"):
             mxa.quantize(bad)
+
+
+def test_desc_layout_matches_the_library():
+    """The ctypes mirror of mxa_attention_desc must be as large as the C struct: a library
+    that writes past it corrupts Python's memory (a crash at exit, long after the call)."""
+    import ctypes
+    from mxa import _native
+    size = ctypes.sizeof(_native.AttentionDesc)
+    raw = (ctypes.c_ubyte * (size + 64))(*([0xA5] * (size + 64)))
+    lib, _ = _native.load()
+    assert lib.mxa_attention_desc_init(ctypes.cast(raw, ctypes.POINTER(_native.AttentionDesc)), 0) == 0
+    assert bytes(raw[size:]) == b"\xa5" * 64
+

@@ -30,7 +30,9 @@ class Rule(ctypes.Structure):
 class AttentionDesc(ctypes.Structure):
     _fields_ = [("hadamard", c_int), ("rule", Rule), ("placement", c_int), ("quantize", c_uint32),
                 ("scale", c_float), ("causal", c_int), ("bc", c_int), ("allow_non_finite", c_int),
-                ("format", c_int), ("smooth", c_int)]
+                ("format", c_int), ("smooth", c_int),
+                # the optional inputs (bias, mask: mxa_tensor *; key_lengths: int32 *; kv: mxa_kv *)
+                ("bias", c_void_p), ("mask", c_void_p), ("key_lengths", c_void_p), ("kv", c_void_p)]
 
 
 class AttentionInfo(ctypes.Structure):
