@@ -328,7 +328,7 @@ mxa_status vk_attention_submit(vk_device *dev, const mxa_attention_call *call, m
         (st = upload(dev, call->v.host, call->v.buffer, call->v.offset, array_bytes(&call->v), S_VIN, &cb.in[IN_V], &cb.in_off[IN_V])) ||
         (st = upload(dev, call->bias.host, call->bias.buffer, call->bias.offset, side_bytes(&call->bias, 4), S_BIAS,
                      &cb.in[IN_BIAS], &cb.in_off[IN_BIAS])) ||
-        (st = upload(dev, call->mask.host, call->mask.buffer, call->mask.offset, round_up(side_bytes(&call->mask, 1), 4),
+        (st = upload(dev, call->mask.host, call->mask.buffer, call->mask.offset, side_bytes(&call->mask, 1),
                      S_MASK, &cb.in[IN_MASK], &cb.in_off[IN_MASK])))
         return st;
     cb.o = (const vk_buffer *)call->o.buffer;
