@@ -420,6 +420,14 @@ mxa_status mxa_device_check(const mxa_device *dev, const char *fn)
     return MXA_OK;
 }
 
+mxa_status mxa_device_check_backend(const mxa_device *dev, const mxa_backend_ops *ops, const char *kind, const char *fn)
+{
+    mxa_status st = mxa_device_check(dev, fn);
+    if (st) return st;
+    if (dev->ops != ops) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: %s is not %s device", fn, dev->probed->info.id, kind);
+    return MXA_OK;
+}
+
 mxa_status mxa_device_info_of(const mxa_device *dev, mxa_device_info *info)
 {
     mxa_status st = mxa_device_check(dev, "mxa_device_info_of");

@@ -47,6 +47,8 @@ struct mxa_buffer {
 
 /* MXA_OK if dev is an open device of this process, else one error line naming fn. */
 mxa_status mxa_device_check(const mxa_device *dev, const char *fn);
+/* ... and of the backend `ops` ("fn: cpu is not <kind> device"; kind: "a Vulkan", "an OpenCL"). */
+mxa_status mxa_device_check_backend(const mxa_device *dev, const mxa_backend_ops *ops, const char *kind, const char *fn);
 
 /* Registers a device a backend opened over an application's own objects (interop headers:
  * mxa_opencl_device_create, mxa_vulkan_device_create) like mxa_device_open's. `owned_probe`

@@ -53,11 +53,7 @@ mxa_status mxa_hip_device_create(mxa_runtime *rt, int hip_device, mxa_device **o
 /* MXA_OK when dev is an open mxa device of the HIP backend. */
 static mxa_status hip_device_check(const mxa_device *dev, const char *fn)
 {
-    mxa_status st = mxa_device_check(dev, fn);
-    if (st) return st;
-    if (dev->ops != &mxa_hip_backend)
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: %s is not a HIP device", fn, dev->probed->info.id);
-    return MXA_OK;
+    return mxa_device_check_backend(dev, &mxa_hip_backend, "a HIP", fn);
 }
 
 mxa_status mxa_hip_buffer_wrap(mxa_device *dev, void *device_ptr, size_t size, mxa_buffer **out)

@@ -71,11 +71,7 @@ mxa_status mxa_opencl_device_create(mxa_runtime *rt, cl_context context, cl_devi
 /* MXA_OK if dev is an open OpenCL device (adopted or opened by mxa). */
 static mxa_status opencl_device(const mxa_device *dev, const char *fn)
 {
-    mxa_status st = mxa_device_check(dev, fn);
-    if (st) return st;
-    if (dev->ops != &mxa_opencl_backend)
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: %s is not an OpenCL device", fn, dev->probed->info.id);
-    return MXA_OK;
+    return mxa_device_check_backend(dev, &mxa_opencl_backend, "an OpenCL", fn);
 }
 
 mxa_status mxa_opencl_buffer_wrap(mxa_device *dev, cl_mem mem, size_t offset, size_t size, mxa_buffer **out)

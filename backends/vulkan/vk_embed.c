@@ -175,10 +175,7 @@ static vk_buffer *vulkan_buffer(const mxa_buffer *buf, const char *fn, mxa_devic
 
 static mxa_status vulkan_device(mxa_device *dev, const char *fn)
 {
-    mxa_status st = mxa_device_check(dev, fn);
-    if (st) return st;
-    if (dev->ops != &mxa_vulkan_backend) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: not a Vulkan device (%s)", fn, dev->ops->name);
-    return MXA_OK;
+    return mxa_device_check_backend(dev, &mxa_vulkan_backend, "a Vulkan", fn);
 }
 
 mxa_status mxa_vulkan_buffer_wrap(mxa_device *dev, VkBuffer buffer, VkDeviceSize offset, VkDeviceSize size, mxa_buffer **out)
