@@ -146,17 +146,36 @@ static void arg_free(arg *a)
     a->owned = NULL;
 }
 
-/* A device-buffer tensor: on this device, inside its buffer, float32 (or, for an output
- * with `half_ok`, f16/bf16). */
-static mxa_status check_device_tensor(const mxa_device *dev, const mxa_tensor *t, const char *name, int half_ok)
+#define DT(dtype) (1u << (dtype))
+
+/* "float32", "float32, float16 or bfloat16", "bool": the dtypes of a DT() mask. */
+static void dtypes_text(unsigned dtypes, char *out, size_t size)
+{
+    static const char *const names[] = {[MXA_F32] = "float32", [MXA_F16] = "float16", [MXA_BF16] = "bfloat16", [MXA_BOOL] = "bool"};
+    int left = 0;
+    for (unsigned m = dtypes; m; m &= m - 1) left++;
+    size_t len = 0;
+    out[0] = 0;
+    for (unsigned i = 0; i < sizeof names / sizeof names[0] && len < size; i++)
+        if (dtypes & (1u << i)) {
+            left--;
+            len += (size_t)snprintf(out + len, size - len, "%s%s", names[i], left > 1 ? ", " : left == 1 ? " or " : "");
+        }
+}
+
+/* A device-buffer tensor: on this device, of one of the `dtypes` (a DT() mask), aligned to
+ * its element size, inside its buffer. */
+static mxa_status check_device_tensor(const mxa_device *dev, const mxa_tensor *t, const char *name, unsigned dtypes)
 {
     const size_t esize = mxa_dtype_size(t->dtype), bytes = (size_t)mxa_tensor_numel(t) * esize;
     const mxa_device *owner = buffer_device(t->buffer, name);
     if (!owner) return MXA_ERR_INVALID_ARGUMENT;
     if (owner != dev) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the buffer belongs to another device", name);
-    if (t->dtype != MXA_F32 && !(half_ok && (t->dtype == MXA_F16 || t->dtype == MXA_BF16)))
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: device-buffer tensors must be float32%s", name,
-                        half_ok ? ", float16 or bfloat16" : "");
+    if (!(dtypes & DT(t->dtype))) {
+        char want[64];
+        dtypes_text(dtypes, want, sizeof want);
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: device-buffer tensors here must be %s", name, want);
+    }
     if (t->offset % esize)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: offset %zu is not a multiple of %zu (its element size)", name,
                         t->offset, esize);
@@ -172,7 +191,7 @@ static mxa_status arg_input(mxa_device *dev, const mxa_tensor *t, const char *na
     a->array.b = t->shape[0]; a->array.h = t->shape[1]; a->array.n = t->shape[2]; a->array.d = t->shape[3];
     int64_t n = mxa_tensor_numel(t);
     if (t->buffer) {
-        mxa_status st = check_device_tensor(dev, t, name, 0);
+        mxa_status st = check_device_tensor(dev, t, name, DT(MXA_F32));
         if (st) return st;
         a->array.buffer = t->buffer->handle;
         a->array.offset = t->offset;
@@ -302,16 +321,9 @@ static mxa_status side_input(mxa_device *dev, const mxa_tensor *t, const char *n
     if (!t) return MXA_OK;
     out->b = t->shape[0]; out->h = t->shape[1]; out->nq = t->shape[2]; out->nk = t->shape[3];
     const int64_t n = mxa_tensor_numel(t);
-    if (t->buffer) {
-        const size_t esize = mxa_dtype_size(t->dtype);
-        const mxa_device *owner = buffer_device(t->buffer, name);
-        if (!owner) return MXA_ERR_INVALID_ARGUMENT;
-        if (owner != dev) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: the buffer belongs to another device", name);
-        if (t->dtype != MXA_F32 && t->dtype != MXA_BOOL)
-            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: a device-buffer bias must be float32", name);
-        if (t->offset % esize || t->offset > t->buffer->bytes || (size_t)n * esize > t->buffer->bytes - t->offset)
-            return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: %zu bytes at offset %zu do not fit its %zu-byte buffer (or are misaligned)",
-                            name, (size_t)n * esize, t->offset, t->buffer->bytes);
+    if (t->buffer) { /* attention_check made a mask bool and a bias a float type */
+        mxa_status st = check_device_tensor(dev, t, name, t->dtype == MXA_BOOL ? DT(MXA_BOOL) : DT(MXA_F32));
+        if (st) return st;
         out->buffer = t->buffer->handle;
         out->offset = t->offset;
         return MXA_OK;
@@ -338,12 +350,11 @@ static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, 
 {
     memset(pc, 0, sizeof *pc);
     mxa_attention_call *call = &pc->call;
-    mxa_tensor k_shape, v_shape; /* with desc->kv: k and v are the prepared ones */
-    const int32_t *kv_lengths = NULL;
+    mxa_tensor kv_shape; /* with desc->kv: the shape of the prepared k and v */
     mxa_status st;
     if (!desc) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: desc is NULL");
-    if ((st = mxa_kv_attach(dev, desc, k, v, &k_shape, &v_shape, &call->kv, &kv_lengths))) return st;
-    if (call->kv.buffer) k = &k_shape, v = &v_shape;
+    if ((st = mxa_kv_attach(dev, desc, k, v, &kv_shape, &call->kv))) return st;
+    if (call->kv.buffer) k = v = &kv_shape;
     mxa_attention_dims dm;
     if ((st = mxa_attention_check(desc, q, k, v, o, lse, &dm))) return st;
     call->desc = *desc;
@@ -359,8 +370,8 @@ static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, 
     if (desc->format == MXA_FORMAT_NVFP4 && (desc->bias || desc->mask || desc->key_lengths))
         return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the NVFP4 baseline takes no bias, mask or key lengths");
     if ((st = extras_check(dev, desc, o, lse))) return st;
-    if (o->buffer && (st = check_device_tensor(dev, o, "out", 1))) return st;
-    if (lse && lse->buffer && (st = check_device_tensor(dev, lse, "lse", 0))) return st;
+    if (o->buffer && (st = check_device_tensor(dev, o, "out", DT(MXA_F32) | DT(MXA_F16) | DT(MXA_BF16)))) return st;
+    if (lse && lse->buffer && (st = check_device_tensor(dev, lse, "lse", DT(MXA_F32)))) return st;
 
     const int check = !desc->allow_non_finite;
     pc->o = o;
@@ -392,7 +403,6 @@ static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, 
         st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_attention: out of memory");
         goto fail;
     }
-    (void)kv_lengths; /* mxa_kv_attach made sure desc->key_lengths are the kv's */
     if (desc->key_lengths) { /* a copy: an asynchronous call outlives the caller's array */
         if (!(pc->key_lengths = malloc((size_t)dm.b * sizeof(int32_t)))) {
             st = mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_attention: out of memory");

@@ -64,7 +64,6 @@ mxa_status mxa_prepare_kv(mxa_device *dev, const mxa_attention_desc *desc, const
     kv->b = b, kv->hkv = hkv, kv->nk = nk, kv->d = d;
     kv->hadamard = desc->hadamard != 0;
     kv->rule = desc->rule;
-    kv->allow_non_finite = desc->allow_non_finite;
     kv->off[0] = 0;
     kv->off[1] = align256(kv->off[0] + (size_t)(krows * kblocks * 16));
     kv->off[2] = align256(kv->off[1] + (size_t)(krows * kblocks));
@@ -127,7 +126,7 @@ void mxa_kv_destroy(mxa_kv *kv)
 }
 
 mxa_status mxa_kv_attach(const mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *k, const mxa_tensor *v,
-                         mxa_tensor *k_shape, mxa_tensor *v_shape, mxa_kv_arrays *arrays, const int32_t **key_lengths)
+                         mxa_tensor *kv_shape, mxa_kv_arrays *arrays)
 {
     const mxa_kv *kv = desc->kv;
     memset(arrays, 0, sizeof *arrays);
@@ -144,13 +143,11 @@ mxa_status mxa_kv_attach(const mxa_device *dev, const mxa_attention_desc *desc, 
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: desc->key_lengths differ from those desc->kv was prepared with");
     if (!desc->key_lengths && kv->key_lengths)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: desc->kv was prepared with key lengths; pass the same ones");
-    mxa_tensor_init(k_shape, MXA_F32, kv->b, kv->hkv, kv->nk, kv->d, NULL);
-    k_shape->data = NULL;
-    k_shape->buffer = kv->buf;
-    *v_shape = *k_shape;
+    mxa_tensor_init(kv_shape, MXA_F32, kv->b, kv->hkv, kv->nk, kv->d, NULL);
+    kv_shape->data = NULL;
+    kv_shape->buffer = kv->buf;
     arrays->buffer = kv->buf->handle;
     arrays->nk32 = (kv->nk + 31) / 32 * 32;
     for (int i = 0; i < 4; i++) arrays->offset[i] = kv->off[i];
-    *key_lengths = kv->key_lengths;
     return MXA_OK;
 }

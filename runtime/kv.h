@@ -9,15 +9,15 @@ struct mxa_kv {
     mxa_buffer *buf;   /* the four parts, at off[] (kv.c's header comment) */
     int64_t b, hkv, nk, d;
     size_t off[4], bytes;
-    int hadamard, allow_non_finite;
+    int hadamard;
     mxa_rule rule;
     int32_t *key_lengths; /* the ones V was cut at, or NULL */
 };
 
-/* For attention with desc->kv: checks it matches desc and dev (k and v must be NULL), and
- * gives shape-only k/v tensors for the shape checks, the backend's arrays and the key
- * lengths to use. Nothing to do (arrays->buffer NULL) without desc->kv. */
+/* For attention with desc->kv: checks it matches desc (key lengths included) and dev (k and
+ * v must be NULL), and gives a shape-only tensor standing in for k and v in the shape
+ * checks, and the backend's arrays. Nothing to do (arrays->buffer NULL) without desc->kv. */
 mxa_status mxa_kv_attach(const mxa_device *dev, const mxa_attention_desc *desc, const mxa_tensor *k, const mxa_tensor *v,
-                         mxa_tensor *k_shape, mxa_tensor *v_shape, mxa_kv_arrays *arrays, const int32_t **key_lengths);
+                         mxa_tensor *kv_shape, mxa_kv_arrays *arrays);
 
 #endif
