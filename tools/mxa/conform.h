@@ -324,6 +324,14 @@ int conform_compare(const mxa_attention_desc *desc, int bc, mxa_dtype out_dtype,
 void conform_attention_check(conform_ctx *ctx, const mxa_attention_desc *desc, const conform_problem *p,
                              const conform_attn_params *a, unsigned flags, conform_result *r);
 
+/* An attention case's run: its problem, desc and conform_attention_check (conform_attn.c). */
+void conform_run_attention(conform_ctx *ctx, const conform_case *c, conform_result *r);
+
+/* desc on p on the device (host I/O, lse) into out, for the invariants: 0, or -1 with r
+ * failed (or unsupported for a forced variant). conform_invariants.c. */
+int conform_device_run(conform_ctx *ctx, const mxa_attention_desc *desc, const conform_problem *p, conform_outputs *out,
+                       conform_result *r);
+
 /* The recipe switches as text ("rot=1 rule=uos place=pnq quant=qk,v,p"). */
 void conform_desc_string(const mxa_attention_desc *desc, char *buf, size_t size);
 

@@ -499,7 +499,7 @@ out:
 
 /* ---------------------------------------------------------------- grid */
 
-static void run_attention(conform_ctx *ctx, const conform_case *c, conform_result *r)
+void conform_run_attention(conform_ctx *ctx, const conform_case *c, conform_result *r)
 {
     conform_problem p;
     if (conform_problem_make(&p, &c->attn, conform_case_seed(ctx->seed, c->name))) {
@@ -584,7 +584,7 @@ static int add(conform_case_list *list, const char *name, unsigned flags, const 
     c.group = "attention";
     c.what = flavour_what[a->flavour];
     c.flags = flags;
-    c.run = run_attention;
+    c.run = conform_run_attention;
     c.attn = *a;
     c.index = scale_milli;
     return conform_case_add(list, &c) ? 0 : -1;

@@ -17,19 +17,6 @@
 
 /* ------------------------------------------------------------------ grid */
 
-static void run_extras(conform_ctx *ctx, const conform_case *c, conform_result *r)
-{
-    conform_problem p;
-    if (conform_problem_make(&p, &c->attn, conform_case_seed(ctx->seed, c->name))) {
-        conform_fail(r, "out of memory");
-        return;
-    }
-    mxa_attention_desc desc = conform_recipe_desc(c->attn.recipe);
-    desc.causal = c->attn.causal;
-    desc.bc = c->attn.bc;
-    conform_attention_check(ctx, &desc, &p, &c->attn, c->flags, r);
-    conform_problem_free(&p);
-}
 
 typedef struct extras_shape {
     const char *name, *what;
@@ -92,25 +79,6 @@ static const struct {
     {"top-left-square", "top-left == bottom-right causal at Nq = Nk, bit for bit"},
 };
 
-/* The device's result of desc on p (host I/O, lse); -1 with r filled when it did not run. */
-static int device_run(conform_ctx *ctx, const mxa_attention_desc *desc, const conform_problem *p, conform_outputs *out,
-                      conform_result *r)
-{
-    conform_attn_params a;
-    memset(&a, 0, sizeof a);
-    a.lse = 1;
-    const mxa_status st = conform_device_attention(ctx, desc, p, &a, out, r);
-    if (r->status == CONFORM_FAIL) return -1;
-    if (st == MXA_ERR_UNSUPPORTED && ctx->forced) { /* a forced variant may not take them; every default one must */
-        r->status = CONFORM_UNSUPPORTED;
-        snprintf(r->message, sizeof r->message, "%s", mxa_last_error_message());
-        return -1;
-    }
-    if (st) return conform_fail(r, "mxa_attention: %s: %s", mxa_status_string(st), mxa_last_error_message()), -1;
-    r->bc = out->info.bc;
-    snprintf(r->variant, sizeof r->variant, "%s", out->info.variant);
-    return 0;
-}
 
 /* 0 if n floats (and rows lse) of a and b are the same bits; else fails r naming the first difference. */
 static int same_bits(const conform_outputs *a, const conform_outputs *b, int64_t n, int64_t rows, const char *what,
@@ -152,7 +120,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
     const int64_t n = p.b * p.h * p.nq * p.d, rows = p.b * p.h * p.nq;
     switch (c->index) {
     case XI_KEY_LENGTHS:
-        if (device_run(ctx, &desc, &p, &o1, r)) break;
+        if (conform_device_run(ctx, &desc, &p, &o1, r)) break;
         for (int64_t b = 0; b < p.b && r->status != CONFORM_FAIL; b++) {
             const int64_t per = p.h * p.nq;
             if (p.lengths[b] == 0) { /* no key: O = 0, LSE = -inf */
@@ -170,7 +138,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
             }
             const conform_problem s = batch_alone(&p, b);
             conform_outputs alone = {0};
-            if (device_run(ctx, &other, &s, &alone, r)) break;
+            if (conform_device_run(ctx, &other, &s, &alone, r)) break;
             const conform_outputs view = {o1.o + b * per * p.d, o1.lse + b * per, o1.info};
             char what[96];
             snprintf(what, sizeof what, "batch %lld with key length %d vs alone with Nk = %d", (long long)b,
@@ -181,7 +149,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
         break;
     case XI_MASK_ALL:
     case XI_BIAS_ZERO:
-        if (device_run(ctx, &desc, &p, &o1, r) || device_run(ctx, &other, &q, &o2, r)) break;
+        if (conform_device_run(ctx, &desc, &p, &o1, r) || conform_device_run(ctx, &other, &q, &o2, r)) break;
         same_bits(&o1, &o2, n, rows, c->index == XI_MASK_ALL ? "an all-true mask vs none" : "a zero bias vs none", r);
         break;
     case XI_MASK_AS_BIAS: {
@@ -192,13 +160,13 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
         }
         q.bias_b = p.mask_b, q.bias_h = p.mask_h;
         for (int64_t e = 0; e < count; e++) q.bias[e] = p.mask[e] ? 0.0f : -INFINITY;
-        if (device_run(ctx, &desc, &p, &o1, r) || device_run(ctx, &other, &q, &o2, r)) break;
+        if (conform_device_run(ctx, &desc, &p, &o1, r) || conform_device_run(ctx, &other, &q, &o2, r)) break;
         same_bits(&o1, &o2, n, rows, "a mask vs the same keys hidden by a -inf bias", r);
         break;
     }
     case XI_TOP_LEFT_SQUARE:
         desc.causal = MXA_CAUSAL_TOP_LEFT, other.causal = MXA_CAUSAL_BOTTOM_RIGHT;
-        if (device_run(ctx, &desc, &p, &o1, r) || device_run(ctx, &other, &p, &o2, r)) break;
+        if (conform_device_run(ctx, &desc, &p, &o1, r) || conform_device_run(ctx, &other, &p, &o2, r)) break;
         same_bits(&o1, &o2, n, rows, "top-left vs bottom-right at Nq = Nk", r);
         break;
     }
@@ -228,9 +196,9 @@ int conform_add_extras_cases(conform_case_list *list)
             snprintf(c.name, sizeof c.name, "extras/%s/%s", recipes[ri], e->name);
             c.group = "extras";
             c.what = e->what;
-            /* every device must run these; a backend without the extras yet says unsupported */
+            /* every device must run these */
             c.flags = CF_REQUIRED | (ri == 0 ? e->flags : ((e->flags & CF_QUICK) && si % 3 == 0) ? CF_QUICK : 0u);
-            c.run = run_extras;
+            c.run = conform_run_attention;
             conform_attn_params *a = &c.attn;
             a->recipe = recipe, a->causal = e->causal;
             a->b = e->b, a->h = e->h, a->hkv = e->hkv, a->nq = e->nq, a->nk = e->nk, a->d = e->d;

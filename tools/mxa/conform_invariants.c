@@ -24,9 +24,8 @@ enum {
     INV_CAUSAL_FIRST,
 };
 
-/* Runs desc on the device (host I/O, LSE) and checks it against the reference too. */
-static int device_run(conform_ctx *ctx, const mxa_attention_desc *desc, const conform_problem *p, conform_outputs *out,
-                      conform_result *r)
+int conform_device_run(conform_ctx *ctx, const mxa_attention_desc *desc, const conform_problem *p, conform_outputs *out,
+                       conform_result *r)
 {
     conform_attn_params a;
     memset(&a, 0, sizeof a);
@@ -95,7 +94,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
     case INV_PNQ_ONES:
     case INV_DIRECT_ONES: {
         if (c->index == INV_DIRECT_ONES) desc.placement = MXA_PLACEMENT_DIRECT;
-        if (device_run(ctx, &desc, &p, &o1, r)) break;
+        if (conform_device_run(ctx, &desc, &p, &o1, r)) break;
         double worst = 0.0;
         for (int64_t i = 0; i < n; i++)
             if (!(desc.causal && (i / p.d) % p.nq + p.nk - p.nq < 0)) worst = fmax(worst, fabs(o1.o[i] - 1.0));
@@ -113,7 +112,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
             conform_fail(r, "out of memory");
             break;
         }
-        if (device_run(ctx, &desc, &p, &o1, r) || device_run(ctx, &desc, &p2, &o2, r)) break;
+        if (conform_device_run(ctx, &desc, &p, &o1, r) || conform_device_run(ctx, &desc, &p2, &o2, r)) break;
         const int64_t heads = p.b * p.h, per = p.nq * p.d;
         for (int64_t i = 0; i < heads; i++) {
             int64_t at = first_difference(o2.o + (heads - 1 - i) * per, o1.o + i * per, per);
@@ -134,7 +133,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
         desc.quantize = 0;
         desc.rule = mxa_rule_ocp();
         desc.placement = MXA_PLACEMENT_DIRECT;
-        if (device_run(ctx, &fp, &p, &o1, r) || device_run(ctx, &desc, &p, &o2, r)) break;
+        if (conform_device_run(ctx, &fp, &p, &o1, r) || conform_device_run(ctx, &desc, &p, &o2, r)) break;
         double e2 = 0, b2 = 0;
         for (int64_t i = 0; i < n; i++) e2 += ((double)o2.o[i] - o1.o[i]) * ((double)o2.o[i] - o1.o[i]), b2 += (double)o1.o[i] * o1.o[i];
         r->nmse = b2 > 0 ? e2 / b2 : e2;
@@ -147,8 +146,8 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
         break;
     }
     case INV_DETERMINISTIC: {
-        if (device_run(ctx, &desc, &p, &o1, r) || device_run(ctx, &desc, &p, &o2, r) ||
-            device_run(ctx, &desc, &p, &o3, r))
+        if (conform_device_run(ctx, &desc, &p, &o1, r) || conform_device_run(ctx, &desc, &p, &o2, r) ||
+            conform_device_run(ctx, &desc, &p, &o3, r))
             break;
         int64_t at = first_difference(o1.o, o2.o, n);
         if (at < 0) at = first_difference(o1.o, o3.o, n);
@@ -175,7 +174,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
                 memcpy(p2.v + (b * p.h + h) * per, p.v + (b * p.hkv + h / group) * per, (size_t)per * 4);
             }
         p2.q = p.q;
-        int failed = device_run(ctx, &desc, &p, &o1, r) || device_run(ctx, &desc, &p2, &o2, r);
+        int failed = conform_device_run(ctx, &desc, &p, &o1, r) || conform_device_run(ctx, &desc, &p2, &o2, r);
         p2.q = NULL;
         if (failed) break;
         conform_outputs as_ref = o2;
@@ -186,7 +185,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
     }
     case INV_LSE_MERGE: {
         /* two halves of the keys merged through their LSE equal the whole (fp32, non-causal) */
-        if (device_run(ctx, &desc, &p, &o1, r)) break;
+        if (conform_device_run(ctx, &desc, &p, &o1, r)) break;
         conform_problem h1 = p, h2 = p;
         const int64_t half = p.nk / 2;
         h1.nk = half;
@@ -203,7 +202,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
             memcpy(h2.v + hh * h2.nk * p.d, p.v + (hh * p.nk + half) * p.d, (size_t)(h2.nk * p.d) * 4);
         }
         if (!ok) conform_fail(r, "out of memory");
-        else if (device_run(ctx, &desc, &h1, &o2, r) == 0 && device_run(ctx, &desc, &h2, &o3, r) == 0) {
+        else if (conform_device_run(ctx, &desc, &h1, &o2, r) == 0 && conform_device_run(ctx, &desc, &h2, &o3, r) == 0) {
             double e2 = 0, b2 = 0, lse_err = 0;
             for (int64_t row = 0; row < rows; row++) {
                 const double l1 = o2.lse[row], l2 = o3.lse[row], m = fmax(l1, l2);
@@ -231,7 +230,7 @@ static void run_invariant(conform_ctx *ctx, const conform_case *c, conform_resul
     }
     case INV_CAUSAL_FIRST: {
         /* Nq = Nk, causal: query 0 sees key 0 only, so O_0 = v_0 exactly (P = 1, l = 1) */
-        if (device_run(ctx, &desc, &p, &o1, r)) break;
+        if (conform_device_run(ctx, &desc, &p, &o1, r)) break;
         for (int64_t hh = 0; hh < p.b * p.h && r->status != CONFORM_FAIL; hh++) {
             const float *o = o1.o + hh * p.nq * p.d;
             const float *v = p.v + ((hh / p.h) * p.hkv + (hh % p.h) / (p.h / p.hkv)) * p.nk * p.d;
