@@ -74,18 +74,20 @@ typedef struct plan_kernels {
     int qk_esize, v_esize; /* bytes per prepared Q/K and V element */
     int qk_i8;             /* Q/K scales per 32-block (else per row) */
     int v_transposed;      /* V^T [heads, D, n_pad] */
-    int v_block_scales;    /* intdot: V scales per (column, 32-token block) */
+    int v_block_scales;    /* intdot: V scales per (column, 32-token block); i8pv: factors */
+    int v_aligned;         /* i8pv: V codes on each column's unit, the column maxima and tile flags bound */
 } plan_kernels;
 
 static plan_kernels kernels_of(vk_variant_id id)
 {
     switch (id) {
-    case VK_V_KHR_I8: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_I8, VK_K_PREP_QK_I8, VK_K_PREP_V_F16, 1, 2, 1, 1, 0};
-    case VK_V_KHR_F16: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR, VK_K_PREP_QK_F16, VK_K_PREP_V_F16, 2, 2, 0, 1, 0};
-    case VK_V_KHR_I8_SMEM: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_SMEM_I8, VK_K_PREP_QK_I8, VK_K_PREP_V_F16, 1, 2, 1, 1, 0};
-    case VK_V_KHR_F16_SMEM: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_SMEM, VK_K_PREP_QK_F16, VK_K_PREP_V_F16, 2, 2, 0, 1, 0};
-    case VK_V_INTDOT: return (plan_kernels){VK_K_ATTN_INTDOT, VK_K_PREP_QK_I8, VK_K_PREP_V_I8, 1, 1, 1, 1, 1};
-    default: return (plan_kernels){VK_K_ATTN_SCALAR, VK_K_PREP_QK_F32, VK_K_PREP_V_F32, 4, 4, 0, 0, 0};
+    case VK_V_KHR_I8: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_I8, VK_K_PREP_QK_I8, VK_K_PREP_V_F16, 1, 2, 1, 1, 0, 0};
+    case VK_V_KHR_F16: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR, VK_K_PREP_QK_F16, VK_K_PREP_V_F16, 2, 2, 0, 1, 0, 0};
+    case VK_V_KHR_I8_SMEM: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_SMEM_I8, VK_K_PREP_QK_I8, VK_K_PREP_V_F16, 1, 2, 1, 1, 0, 0};
+    case VK_V_KHR_F16_SMEM: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_SMEM, VK_K_PREP_QK_F16, VK_K_PREP_V_F16, 2, 2, 0, 1, 0, 0};
+    case VK_V_INTDOT: return (plan_kernels){VK_K_ATTN_INTDOT, VK_K_PREP_QK_I8, VK_K_PREP_V_I8, 1, 1, 1, 1, 1, 0};
+    case VK_V_KHR_I8PV: return (plan_kernels){VK_K_ATTN_COOPMAT_KHR_I8PV, VK_K_PREP_QK_I8, VK_K_PREP_V_I8A, 1, 1, 1, 1, 1, 1};
+    default: return (plan_kernels){VK_K_ATTN_SCALAR, VK_K_PREP_QK_F32, VK_K_PREP_V_F32, 4, 4, 0, 0, 0, 0};
     }
 }
 
@@ -119,7 +121,7 @@ static mxa_status layout_call(const vk_device *dev, const mxa_attention_call *ca
         [W_QS] = b * h * L->nq_pad * nb * 4,
         [W_KS] = b * hkv * L->nk_pad * nb * 4,
         [W_VS] = vs_count * 4,
-        [W_VMAX] = b * hkv * d * 4,
+        [W_VMAX] = b * hkv * (d + (L->kern.v_aligned ? L->nk_pad / 64 : 0)) * 4, /* + i8pv's tile flags */
         [W_LSE] = call->lse_buffer ? 0 : rows * 4,
         [W_O32] = o32 ? rows * d * 4 : 0,
         [W_KEYLEN] = call->key_lengths ? b * 4 : 0,
@@ -215,7 +217,7 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     if (call->key_lengths && (st = vk_batch_update(batch, &w[W_KEYLEN], call->key_lengths, b * 4))) return st;
     /* the prep kernels write the padding rows/tokens as zeros themselves; the V column
      * maxima start at 0 ("no block") */
-    if ((st = vk_batch_fill(batch, &w[W_VMAX], b * hkv * d * 4))) return st;
+    if ((st = vk_batch_fill(batch, &w[W_VMAX], L->size[W_VMAX]))) return st;
     const vk_buffer *bq[3] = {cb->in[IN_Q], &w[W_QP], &w[W_QS]}, *bk[3] = {cb->in[IN_K], &w[W_KP], &w[W_KS]};
     const vk_buffer *bv[5] = {cb->in[IN_V], &w[W_VP], &w[W_VS], &w[W_VMAX], keylen};
     const uint32_t qk_rows = 64 / (uint32_t)(d / 32); /* prep_qk: an invocation per block of 32 */
@@ -225,7 +227,7 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     if ((st = vk_batch_dispatch(batch, kern.prep_qk, spec_d, 0, bk, 3, &pk, sizeof pk, gx, gy, 1))) return st;
     spec_d[13] = (int32_t)(extras & 4u); /* prep_v: the key lengths only */
     vk_grid_1d(b * hkv * (nk_pad / 32) * d, 64, &gx, &gy); /* prep_v: an invocation per column and block of 32 tokens */
-    if (kern.prep_v == VK_K_PREP_V_F16) { /* pass 0: each V column's largest block exponent */
+    if (kern.prep_v == VK_K_PREP_V_F16 || kern.prep_v == VK_K_PREP_V_I8A) { /* pass 0: each V column's largest block exponent */
         pv.pass = 0;
         if ((st = vk_batch_dispatch(batch, kern.prep_v, spec_d, 0, bv, 5, &pv, sizeof pv, gx, gy, 1))) return st;
         pv.pass = 1;
@@ -255,10 +257,12 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
                                      (int32_t)plan->pv_shape.n, (int32_t)plan->pv_shape.k, (int32_t)plan->s_map,
                                      (int32_t)plan->o_map, (int32_t)plan->a_map};
             memcpy(spec + 4, rest, sizeof rest);
+            if (plan->id == VK_V_KHR_I8PV) spec[14] = (int32_t)plan->a8_map[0], spec[15] = (int32_t)plan->a8_map[1];
         }
         spec[13] = (int32_t)extras;
-        const vk_buffer *ba[11] = {&w[W_QP], &w[W_KP], &w[W_VP], &w[W_QS], &w[W_KS], &w[W_VS], ob, lb, bias, mask, keylen};
-        st = vk_batch_dispatch(batch, kern.attn, spec, plan->subgroup_size, ba, 11, &pa, sizeof pa,
+        const vk_buffer *ba[12] = {&w[W_QP], &w[W_KP], &w[W_VP], &w[W_QS], &w[W_KS], &w[W_VS],
+                                   ob, lb, bias, mask, keylen, &w[W_VMAX]};
+        st = vk_batch_dispatch(batch, kern.attn, spec, plan->subgroup_size, ba, 12, &pa, sizeof pa,
                                (uint32_t)(nq_pad / plan->rows_per_group), (uint32_t)h, (uint32_t)b);
     } else {
         struct {

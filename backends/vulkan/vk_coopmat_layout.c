@@ -10,6 +10,7 @@
  * like the pipeline cache), so only the first probe on a machine pays for opening the
  * device.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,96 @@ int vk_khr_fragment_map_decode(const float *v, int n, vk_caps *caps)
     return 1;
 }
 
+/* Appends "; <text>" (or the text) to the record's layout note. */
+static void append_note(vk_caps *caps, const char *fmt, ...)
+{
+    const size_t len = strnlen(caps->layout_note, sizeof caps->layout_note);
+    if (len) mxa_text_format(caps->layout_note + len, sizeof caps->layout_note - len, "; ");
+    const size_t at = strnlen(caps->layout_note, sizeof caps->layout_note);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(caps->layout_note + at, sizeof caps->layout_note - at, fmt, ap);
+    va_end(ap);
+}
+
+/* int8 16x32 A: lane L (g = L / 4, t = L % 4) must hold rows g, g + 8 and columns 4t + j,
+ * 4t + 16 + j (j < 4), the columns whose keys coopmat-khr-i8pv gives it from its own S
+ * elements; code: j, bit 2 row + 8, bit 3 column + 16. */
+int vk_khr_fragment_map_decode_i8(const float *v, vk_caps *caps)
+{
+    caps->a8_ok = 0;
+    caps->a8_map[0] = caps->a8_map[1] = 0;
+    if (v[1024] != 16.0f) {
+        append_note(caps, "KHR int8 16x32 A holds %g elements per lane, not 16", (double)v[1024]);
+        return 0;
+    }
+    uint32_t map[2] = {0, 0};
+    for (int lane = 0; lane < 32; lane++) {
+        int seen = 0;
+        for (int i = 0; i < 16; i++) {
+            const int col = (int)v[lane * 16 + i], row = (int)v[512 + lane * 16 + i];
+            const int g = lane / 4, t = lane % 4, j = col % 16 - 4 * t;
+            if ((row != g && row != g + 8) || j < 0 || j > 3 || v[lane * 16 + i] != (float)col) {
+                append_note(caps, "KHR int8 A element %d of lane %d is (%d, %d): not a quad fragment", i, lane, row, col);
+                return 0;
+            }
+            const int code = j | (row == g + 8) << 2 | (col >= 16) << 3;
+            if (lane == 0) map[i / 8] |= (uint32_t)code << (4 * (i % 8));
+            else if (code != (int)(map[i / 8] >> (4 * (i % 8)) & 15u)) {
+                append_note(caps, "KHR int8 A lanes 0 and %d order their elements differently", lane);
+                return 0;
+            }
+            seen |= 1 << code;
+        }
+        if (seen != 0xffff) {
+            append_note(caps, "KHR int8 A elements of lane %d repeat a position", lane);
+            return 0;
+        }
+    }
+    caps->a8_ok = 1;
+    caps->a8_map[0] = map[0], caps->a8_map[1] = map[1];
+    append_note(caps, "KHR int8 A quad %08x%08x", map[1], map[0]);
+    return 1;
+}
+
+/* Runs a layout kernel (or takes its cached output) into values[count]; 0 with the reason in the note. */
+static int layout_values(vk_probe_data *probe, vk_device **dev, const char *name, vk_kernel kernel, int n, float *values,
+                         size_t count)
+{
+    vk_caps *caps = &probe->caps;
+    char key[256];
+    vk_cache_key(probe, key, sizeof key);
+    void *cached = NULL;
+    size_t cached_size = 0;
+    int have = 0;
+    if (mxa_cache_load(name, key, &cached, &cached_size) == MXA_OK) {
+        have = cached_size == count * sizeof(float);
+        if (have) memcpy(values, cached, count * sizeof(float));
+        free(cached);
+    }
+    mxa_clear_error();
+    if (have) return 1;
+    vk_buffer *out = NULL;
+    vk_batch batch;
+    const int32_t spec[VK_SPEC_COUNT] = {n};
+    const uint32_t sg = vk_caps_subgroup_32(caps);
+    mxa_status st = *dev ? MXA_OK : vk_device_open(probe, dev);
+    if (!st) st = vk_scratch(*dev, 0, count * sizeof(float), &out);
+    if (!st) st = vk_batch_begin(*dev, 0, &batch);
+    const vk_buffer *binds[1] = {out};
+    if (!st) st = vk_batch_dispatch(&batch, kernel, spec, sg, binds, 1, NULL, 0, 1, 1, 1);
+    if (!st) st = vk_batch_submit(&batch, NULL);
+    if (!st) st = vk_buffer_read(*dev, out, 0, values, count * sizeof(float));
+    if (st) {
+        append_note(caps, "the %s check failed: %s", name, mxa_last_error_message());
+        mxa_clear_error();
+        return 0;
+    }
+    (void)mxa_cache_store(name, key, values, count * sizeof(float));
+    mxa_clear_error();
+    return 1;
+}
+
 /* Whether the record lists a subgroup-scope configuration with an fp32 16 x n result and
  * one with an fp16 16x16 A matrix: the two matrix types the check loads. */
 static int khr_layout_types(const vk_caps *caps, int n)
@@ -125,52 +216,29 @@ int vk_khr_fragment_map_on(vk_probe_data *probe, vk_device *on)
         snprintf(caps->layout_note, sizeof caps->layout_note, "this build has no KHR layout check or register kernel");
         return 0;
     }
-    const uint32_t sg = vk_caps_subgroup_32(caps);
-    if (sg == UINT32_MAX) {
+    if (vk_caps_subgroup_32(caps) == UINT32_MAX) {
         snprintf(caps->layout_note, sizeof caps->layout_note, "subgroup size %u..%u: the quad layout needs 32",
                  caps->subgroup_min, caps->subgroup_max);
         return 0;
     }
     int found = 0;
     vk_device *dev = on;
-    char key[256];
-    vk_cache_key(probe, key, sizeof key);
     for (int n = 16; n >= 8; n -= 8) {
         if (!khr_layout_types(caps, n)) continue;
         char name[48];
         snprintf(name, sizeof name, "%s-khr%d", LAYOUT_CACHE, n);
         float values[VK_LAYOUT_VALUES];
-        void *cached = NULL;
-        size_t cached_size = 0;
-        int have = 0;
-        if (mxa_cache_load(name, key, &cached, &cached_size) == MXA_OK) {
-            have = cached_size == sizeof values;
-            if (have) memcpy(values, cached, sizeof values);
-            free(cached);
-        }
-        mxa_clear_error();
-        if (!have) {
-            vk_buffer *out = NULL;
-            vk_batch batch;
-            const int32_t spec[VK_SPEC_COUNT] = {n};
-            mxa_status st = dev ? MXA_OK : vk_device_open(probe, &dev);
-            if (!st) st = vk_scratch(dev, 0, sizeof values, &out);
-            if (!st) st = vk_batch_begin(dev, 0, &batch);
-            const vk_buffer *binds[1] = {out};
-            if (!st) st = vk_batch_dispatch(&batch, VK_K_COOPMAT_LAYOUT_KHR, spec, sg, binds, 1, NULL, 0, 1, 1, 1);
-            if (!st) st = vk_batch_submit(&batch, NULL);
-            if (!st) st = vk_buffer_read(dev, out, 0, values, sizeof values);
-            if (st) {
-                const size_t len = strnlen(caps->layout_note, sizeof caps->layout_note);
-                mxa_text_format(caps->layout_note + len, sizeof caps->layout_note - len, "%sthe KHR 16x%d layout check failed: %s",
-                         len ? "; " : "", n, mxa_last_error_message());
-                mxa_clear_error();
-                continue;
-            }
-            (void)mxa_cache_store(name, key, values, sizeof values);
-            mxa_clear_error();
-        }
-        found |= vk_khr_fragment_map_decode(values, n, caps);
+        if (layout_values(probe, &dev, name, VK_K_COOPMAT_LAYOUT_KHR, n, values, VK_LAYOUT_VALUES))
+            found |= vk_khr_fragment_map_decode(values, n, caps);
+    }
+    /* the int8 A matrix of coopmat-khr-i8pv, where the device has its 16x16x32 configuration */
+    caps->a8_ok = 0;
+    if (found && vk_kernel_available(VK_K_COOPMAT_LAYOUT_KHR_I8) &&
+        vk_caps_find_shape(caps, VK_CT_S8, VK_CT_S32, 16, 16, 32)) {
+        float *v8 = malloc(VK_LAYOUT_I8_VALUES * sizeof(float));
+        if (v8 && layout_values(probe, &dev, LAYOUT_CACHE "-khr-i8", VK_K_COOPMAT_LAYOUT_KHR_I8, 0, v8, VK_LAYOUT_I8_VALUES))
+            (void)vk_khr_fragment_map_decode_i8(v8, caps);
+        free(v8);
     }
     if (dev != on) vk_device_close(dev);
     if (!caps->layout_note[0]) snprintf(caps->layout_note, sizeof caps->layout_note, "no KHR fp16/fp32 16-row configuration");

@@ -18,10 +18,11 @@ static const char *const variant_names[VK_V_COUNT] = {
     [VK_V_KHR_F16] = "coopmat-khr-f16",
     [VK_V_KHR_I8_SMEM] = "coopmat-khr-i8-smem",
     [VK_V_KHR_F16_SMEM] = "coopmat-khr-f16-smem",
+    [VK_V_KHR_I8PV] = "coopmat-khr-i8pv",
 };
 
 /* auto's order: fastest first (H200 measurements in the README) */
-static const vk_variant_id auto_order[] = {VK_V_KHR_I8, VK_V_KHR_F16, VK_V_KHR_I8_SMEM, VK_V_KHR_F16_SMEM, VK_V_INTDOT};
+static const vk_variant_id auto_order[] = {VK_V_KHR_I8PV, VK_V_KHR_I8, VK_V_KHR_F16, VK_V_KHR_I8_SMEM, VK_V_KHR_F16_SMEM, VK_V_INTDOT};
 
 const char *vk_variant_name(vk_variant_id id) { return id < VK_V_COUNT ? variant_names[id] : "?"; }
 
@@ -88,11 +89,12 @@ static int shape_wanted(const vk_select_opts *o, const vk_coopmat_shape *s)
 static uint32_t reg_warps(int64_t d) { return d <= 64 ? 4u : 8u; }
 
 /* Shared memory of attn_coopmat_khr.comp: the K tile (64 keys,
- * rows padded by 16 bytes), the V^T tile (D rows of 64 keys + 16 bytes) and the K scales. */
-static uint32_t reg_shared(int64_t d, int i8)
+ * rows padded by 16 bytes), the V^T tile (D rows of 64 keys, fp16 or int8, + 16 bytes) and
+ * the K scales. */
+static uint32_t reg_shared(int64_t d, int i8, int pv8)
 {
     const uint32_t kw = (uint32_t)(i8 ? d / 16 : d / 8), nb = (uint32_t)(i8 ? d / 32 : 1);
-    return 64u * (kw + 1u) * 16u + (uint32_t)d * 9u * 16u + 64u * nb * 4u;
+    return 64u * (kw + 1u) * 16u + (uint32_t)d * (pv8 ? 5u : 9u) * 16u + 64u * nb * 4u;
 }
 
 /* attn_coopmat_khr_smem.comp: the workgroup's K tile or V^T tile (one buffer, rows padded
@@ -137,11 +139,12 @@ static int khr_common(const ctx *x, int built, const char *kind, char *why, size
     return 1;
 }
 
-/* The register-softmax KHR kernels: S 16 x SN x SK, P V fp16 16 x PN x 16, quad layout. */
-static int plan_khr_reg(const ctx *x, int i8, vk_plan *p, char *why, size_t why_size)
+/* The register-softmax KHR kernels: S 16 x SN x SK, P V fp16 16 x PN x 16, quad layout;
+ * pv8 (coopmat-khr-i8pv): S and P V both int8 16x16x32. */
+static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, size_t why_size)
 {
     const vk_caps *c = x->c;
-    if (!khr_common(x, x->o->khr_built, "cooperative-matrix", why, why_size)) return 0;
+    if (!khr_common(x, pv8 ? x->o->khr_i8pv_built : x->o->khr_built, "cooperative-matrix", why, why_size)) return 0;
     if (!(c->flags & MXA_VK_F_SUBGROUP_SHUFFLE) || !(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup shuffle/vote");
     const uint32_t sg = vk_caps_subgroup_32(c);
     if (sg == UINT32_MAX) return WHY("the register softmax maps 16 rows onto 32 lanes; subgroup size %u", c->subgroup_size);
@@ -151,9 +154,9 @@ static int plan_khr_reg(const ctx *x, int i8, vk_plan *p, char *why, size_t why_
     const uint32_t warps = reg_warps(x->d), threads = warps * 32;
     const int64_t kw = i8 ? x->d / 16 : x->d / 8;
     if (i8 && x->d < 64) return WHY("the int8 register kernel needs 64 <= D <= 128");
-    if ((64 * kw) % threads != 0 || (64 * x->d / 8) % threads != 0)
+    if ((64 * kw) % threads != 0 || (64 * x->d / (pv8 ? 16 : 8)) % threads != 0)
         return WHY("D = %lld does not split into whole 16-byte pieces per invocation", (long long)x->d);
-    const uint32_t shared = reg_shared(x->d, i8);
+    const uint32_t shared = reg_shared(x->d, i8, pv8);
     if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
     /* S: the largest K first (fewer MMAs per block), then N = 16 */
     static const uint32_t k_i8[] = {32, 16}, k_f16[] = {16, 8}, ns[] = {16, 8};
@@ -177,6 +180,11 @@ static int plan_khr_reg(const ctx *x, int i8, vk_plan *p, char *why, size_t why_
         const vk_coopmat_shape *t = vk_caps_find_shape(c, VK_CT_F16, VK_CT_F32, 16, ns[ni], 16);
         if (t && c->quad_ok[ns[ni] == 16 ? 0 : 1]) pv = t;
     }
+    if (pv8) { /* P V on the S configuration: 16x16x32, with the int8 A matrix's layout measured */
+        if (s->n != 16 || s->k != 32) return WHY("int8 P V needs the int8 16x16x32 configuration for both products");
+        if (!c->a8_ok) return WHY("int8 A fragment layout: %s", c->layout_note[0] ? c->layout_note : "not measured");
+        pv = s;
+    }
     if (!pv) return WHY("no fp16 16xNx16 -> fp32 configuration with the quad layout for P V");
     p->s_shape = *s;
     p->pv_shape = *pv;
@@ -188,10 +196,11 @@ static int plan_khr_reg(const ctx *x, int i8, vk_plan *p, char *why, size_t why_
     p->s_map = c->c_map[s->n == 16 ? 0 : 1];
     p->o_map = c->c_map[pv->n == 16 ? 0 : 1];
     p->a_map = c->a_map;
+    p->a8_map[0] = c->a8_map[0], p->a8_map[1] = c->a8_map[1];
     mxa_text_format(p->reason, sizeof p->reason,
-             "KHR cooperative matrix %s %ux%ux%u for Q K^T and fp16 %ux%ux%u for P V on exact MXFP4 values, softmax in "
+             "KHR cooperative matrix %s %ux%ux%u for Q K^T and %s %ux%ux%u for P V on exact MXFP4 values, softmax in "
              "registers (quad fragment layout)",
-             i8 ? "int8" : "fp16", s->m, s->n, s->k, pv->m, pv->n, pv->k);
+             i8 ? "int8" : "fp16", s->m, s->n, s->k, pv8 ? "int8" : "fp16", pv->m, pv->n, pv->k);
     return 1;
 }
 
@@ -290,8 +299,9 @@ static int plan_variant(const ctx *x, vk_variant_id id, vk_plan *p, char *why, s
     p->id = id;
     p->variant = variant_names[id];
     switch (id) {
-    case VK_V_KHR_I8: return plan_khr_reg(x, 1, p, why, why_size);
-    case VK_V_KHR_F16: return plan_khr_reg(x, 0, p, why, why_size);
+    case VK_V_KHR_I8PV: return plan_khr_reg(x, 1, 1, p, why, why_size);
+    case VK_V_KHR_I8: return plan_khr_reg(x, 1, 0, p, why, why_size);
+    case VK_V_KHR_F16: return plan_khr_reg(x, 0, 0, p, why, why_size);
     case VK_V_KHR_I8_SMEM: return plan_khr_smem(x, 1, p, why, why_size);
     case VK_V_KHR_F16_SMEM: return plan_khr_smem(x, 0, p, why, why_size);
     case VK_V_INTDOT: return plan_intdot(x, p, why, why_size);

@@ -28,6 +28,19 @@
 // the tile's keys are all narrow (prep_qk.comp) sums all of D in one int32 chain; otherwise
 // each block's product is scaled by its two block scales in fp32.
 //
+// PV_INT8 (with S_INT8): P V on int8 products too, 16 x 16 x 32 per 32-key block. P^ of a
+// block is 2 x E2M1 codes times 2^(e_p - 1) per row; V^T (prep_v.comp ALIGN_V) is int8 codes
+// already shifted to the column's unit 2^(E_c - 4) (E_c its largest block exponent), blocks
+// more than 3 binades below E_c kept unshifted with a factor 2^(e - E_c + 3) and their tile
+// flagged. Where every row's two P blocks of the tile lie within 3 binades (and the tile's V
+// is unflagged), P codes shifted to the row's tile unit 2^(r - 1) (r = the larger block
+// exponent - 3, codes <= 96) make the tile one int32 chain of two products per 16 columns,
+// added to O in fp32 times 2^(r - 1); otherwise each block's product is added with its own
+// scales. Every product is exact in int32 (|sum| < 2^24), so only fp32 summation order
+// differs from the reference. The lanes' int8 A elements (measured map A8_LO/A8_HI) are
+// columns 4t + j (+16): key 2t + (0, 1, 8, 9)[j] (+16) of the lane's own S elements, so P
+// never leaves registers; the V^T tile is stored with the same key order within each 16 keys.
+//
 // Extras (extras.glsl): a batch's key length L_b replaces nk in every row's last key and in
 // the tiles walked; keys at or after L_b never make a tile wide, so the result equals a call
 // with Nk = L_b bit for bit. The bias (times log2(e)) and the mask act on every score a row
@@ -44,6 +57,9 @@
 #extension GL_EXT_control_flow_attributes : require
 #ifdef S_INT8
 #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#endif
+#if defined(PV_INT8) && !defined(S_INT8)
+#error PV_INT8 needs S_INT8
 #endif
 #include "mxfp4.glsl"
 
@@ -62,6 +78,10 @@ layout(constant_id = 8) const int PN = 16;
 layout(constant_id = 10) const int S_MAP = 0xFAC688; // codes 0..7 in order
 layout(constant_id = 11) const int O_MAP = 0xFAC688;
 layout(constant_id = 12) const int A_MAP = 0xFAC688;
+// int8 16x32 A elements (PV_INT8), 4 bits each, 8 per constant: bits 0-1 column + j, bit 2
+// row + 8, bit 3 column + 16 (from row g, column 4t)
+layout(constant_id = 14) const int A8_LO = 0x76543210;
+layout(constant_id = 15) const int A8_HI = int(0xFEDCBA98);
 const bool QUANT_P = (MODE & 1) != 0;
 const bool HAT_SUM = (MODE & 3) == 3;
 const uint KIND = uint(MODE >> 2) & 1u;
@@ -84,11 +104,20 @@ const int CW = SK / 8;
 #endif
 const int NCH = D / SK;      // Q chunks (A matrices)
 const int KSTR = KW + 1;     // sK row stride in uvec4; the +1 spreads fragment rows over banks
-const int VSTR = BC / 8 + 1; // sV row stride in uvec4
-const int PER_THREAD = BC * D / 8 / THREADS;   // uvec4 of V^T each invocation copies per tile
+#ifdef PV_INT8
+const int VPR = BC / 16;     // uvec4 per V^T tile row (int8)
+#else
+const int VPR = BC / 8;      // (fp16)
+#endif
+const int VSTR = VPR + 1;    // sV row stride in uvec4
+const int PER_THREAD = BC * D / (VPR == BC / 16 ? 16 : 8) / THREADS; // uvec4 of V^T each invocation copies per tile
 const int PER_THREAD_K = BC * KW / THREADS;    // and of K
 const int PER_THREAD_S = (BC * NB + THREADS - 1) / THREADS; // and of the K scales
+#ifdef PV_INT8
+const float P_SCALE = 1.0;    // P^ leaves as int8 codes
+#else
 const float P_SCALE = 4096.0; // P^ <= 1: 2^12 keeps blocks down to 2^-36 exact in fp16
+#endif
 
 #ifdef S_INT8
 #define QK_T int8_t
@@ -104,13 +133,21 @@ const float P_SCALE = 4096.0; // P^ <= 1: 2^12 keeps blocks down to 2^-36 exact 
 #define PMAT coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
 #define VMAT coopmat<float16_t, gl_ScopeSubgroup, 16, PN, gl_MatrixUseB>
 #define OACC coopmat<float, gl_ScopeSubgroup, 16, PN, gl_MatrixUseAccumulator>
+#define PMAT8 coopmat<int8_t, gl_ScopeSubgroup, 16, 32, gl_MatrixUseA>
+#define VMAT8 coopmat<int8_t, gl_ScopeSubgroup, 32, PN, gl_MatrixUseB>
+#define IACC coopmat<int32_t, gl_ScopeSubgroup, 16, PN, gl_MatrixUseAccumulator>
 
 layout(std430, binding = 0) readonly buffer QB { uvec4 q4[]; };    // [b*h, nq_pad, D] fp16 or int8
 layout(std430, binding = 1) readonly buffer KB { uvec4 k4[]; };    // [b*hkv, nk_pad, D] fp16 or int8
-layout(std430, binding = 2) readonly buffer VB { uvec4 v4[]; };    // [b*hkv, D, nk_pad] fp16 (V^T)
+layout(std430, binding = 2) readonly buffer VB { uvec4 v4[]; };    // [b*hkv, D, nk_pad] fp16 or int8 (V^T)
 layout(std430, binding = 3) readonly buffer QS { float qscale[]; }; // [b*h, nq_pad, NB]
 layout(std430, binding = 4) readonly buffer KS { float kscale[]; }; // [b*hkv, nk_pad, NB]
-layout(std430, binding = 5) readonly buffer VS { float vscale[]; }; // [b*hkv, D]
+layout(std430, binding = 5) readonly buffer VS { float vscale[]; }; // [b*hkv, D]; PV_INT8: factors [b*hkv, D, nk_pad / 32]
+#ifdef PV_INT8
+// [b*hkv, D] each column's largest V block exponent + 128 (0: no block), then
+// [b*hkv, nk_pad / BC] nonzero where a tile has a V block stored with a factor
+layout(std430, binding = 11) readonly buffer VX { uint vcol[]; };
+#endif
 layout(std430, binding = 6) writeonly buffer OB { float o[]; };
 layout(std430, binding = 7) writeonly buffer LB { float lse[]; };
 
@@ -128,6 +165,9 @@ shared float sKs[BC * NB];  // the tile's K scales
 int s_code(int i) { return (S_MAP >> (3 * i)) & 7; }
 int o_code(int i) { return (O_MAP >> (3 * i)) & 7; }
 int a_code(int i) { return (A_MAP >> (3 * i)) & 7; }
+int a8_code(int i) { return ((i < 8 ? A8_LO : A8_HI) >> (4 * (i & 7))) & 15; }
+// The S code (within its 16-key tile) of the key an int8 A code's column holds
+int a8_s_code(int c) { return (c & 1) | ((c >> 2) & 1) << 1 | ((c >> 1) & 1) << 2; }
 bool code_low(int c) { return (c & 2) != 0; }            // row g + 8, not g
 int code_col(int c) { return 8 * (c >> 2) + (c & 1); }   // column offset from 2t
 // The S element (within its tile) at A code c's position: with SN = 8 the tile is picked by
@@ -140,8 +180,36 @@ int s_index(int c)
     return j;
 }
 
+#ifdef PV_INT8
+const int NO_BLOCK = -1000;
+// A row's P unit exponent r for a tile of two blocks (bc = 64; the larger block exponent - 3)
+// and whether both fit the int8 chain: within 3 binades of the larger, which lies above 2^-60
+// (codes times 2^(1 - r) stay normal).
+bool tile_unit(int e0, int e1, out int r)
+{
+    const int hi = max(e0, e1), lo = e0 == NO_BLOCK ? e1 : e1 == NO_BLOCK ? e0 : min(e0, e1);
+    r = hi == NO_BLOCK ? -5 : hi - 3;
+    return hi == NO_BLOCK || (hi - lo <= 3 && hi >= -60);
+}
+#endif
+
 float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
 float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShuffleXor(x, 2u); }
+
+// The V^T tile's 16-byte pieces in the kernel's key order: int8 keys 0 1 8 9 2 3 10 11 4 5 12 13
+// 6 7 14 15, the keys of the S elements behind int8 A columns 0..15 (fp16: as stored).
+uvec4 key_order(uvec4 w)
+{
+#ifdef PV_INT8
+    return uvec4((w.x & 0xffffu) | (w.z << 16), (w.x >> 16) | (w.z & 0xffff0000u), (w.y & 0xffffu) | (w.w << 16),
+                 (w.y >> 16) | (w.w & 0xffff0000u));
+#else
+    return w;
+#endif
+}
+
+// 2^e as a float for any e (subnormal below -126, 0 below -149), from bits: no arithmetic
+float pow2_any(int e) { return uintBitsToFloat(e >= -126 ? uint(e + 127) << 23 : e >= -149 ? 1u << uint(e + 149) : 0u); }
 
 // MXFP4(p) * 2^12 (mxfp4.glsl's P^ rounding, then the scale that keeps P^ exact in fp16)
 float quantize_p(float p, uint exb, float sat) { return mx_quantize_p(p, exb, sat) * P_SCALE; }
@@ -153,7 +221,7 @@ void fetch_tile(uint j0, uint tid, uint k_at, uint v_at, uint ks_at, out uvec4 k
                 out float ks_next[PER_THREAD_S])
 {
     [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) k_next[u] = k4[k_at + j0 * uint(KW) + uint(u * THREADS)];
-    [[unroll]] for (int u = 0; u < PER_THREAD; u++) v_next[u] = v4[v_at + j0 / 8u + uint(u * THREADS / (BC / 8)) * (pc.nk_pad / 8u)];
+    [[unroll]] for (int u = 0; u < PER_THREAD; u++) v_next[u] = v4[v_at + j0 / uint(BC / VPR) + uint(u * THREADS / VPR) * (pc.nk_pad / uint(BC / VPR))];
     [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
         const uint idx = tid + uint(u * THREADS);
         ks_next[u] = idx < uint(BC * NB) ? kscale[ks_at + j0 * uint(NB) + uint(u * THREADS)] : 0.0;
@@ -214,12 +282,15 @@ void main()
     const int ntiles = wg_last < 0 ? 0 : wg_last / BC + 1;
     const uint k_row0 = kvh * pc.nk_pad, v_row0 = kvh * uint(D);
     float m_hi = NEG_INF, m_lo = NEG_INF, l_hi = 0.0, l_lo = 0.0;
+#ifdef PV_INT8
+    const uint v_flags = gl_NumWorkGroups.z * pc.hkv * uint(D) + kvh * (pc.nk_pad / uint(BC)); // this head's tile flags
+#endif
 
     // this invocation's share of the next tile, in flight while the current one is used
     uvec4 k_next[PER_THREAD_K], v_next[PER_THREAD];
     float ks_next[PER_THREAD_S];
     const uint k_at = (k_row0 + tid / uint(KW)) * uint(KW) + tid % uint(KW);
-    const uint v_at = (v_row0 + tid / uint(BC / 8)) * (pc.nk_pad / 8u) + tid % uint(BC / 8), ks_at = k_row0 * uint(NB) + tid;
+    const uint v_at = (v_row0 + tid / uint(VPR)) * (pc.nk_pad / uint(BC / VPR)) + tid % uint(VPR), ks_at = k_row0 * uint(NB) + tid;
     if (ntiles > 0) fetch_tile(0u, tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
     for (int tile = 0; tile < ntiles; tile++) {
         const uint j0 = uint(tile * BC);
@@ -230,7 +301,7 @@ void main()
         }
         [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
             const uint idx = tid + uint(u * THREADS);
-            sV[idx / uint(BC / 8) * uint(VSTR) + idx % uint(BC / 8)] = v_next[u];
+            sV[idx / uint(VPR) * uint(VSTR) + idx % uint(VPR)] = key_order(v_next[u]);
         }
         [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
             const uint idx = tid + uint(u * THREADS);
@@ -337,6 +408,9 @@ void main()
         // P~ = 2^(S - m), then P^ per 32-key block (TPB tiles), all times 2^12 (P_SCALE);
         // rs: this lane's share of the row sums l adds (P^ under PNQ, else P~)
         float rs_hi = 0.0, rs_lo = 0.0;
+#ifdef PV_INT8
+        int pe_hi[BC / 32], pe_lo[BC / 32]; // each P block's exponent, NO_BLOCK where it is all zero
+#endif
         [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
             [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
                 [[unroll]] for (int i = 0; i < NE_S; i++) {
@@ -358,6 +432,10 @@ void main()
                 const uint exb_hi = uint(mx_exponent(floatBitsToUint(pm_hi), KIND, pc.t) + 127) << 23;
                 const uint exb_lo = uint(mx_exponent(floatBitsToUint(pm_lo), KIND, pc.t) + 127) << 23;
                 const float sat_hi = uintBitsToFloat(exb_hi + 0x01400000u), sat_lo = uintBitsToFloat(exb_lo + 0x01400000u);
+#ifdef PV_INT8
+                pe_hi[blk] = pm_hi == 0.0 ? NO_BLOCK : int(exb_hi >> 23) - 127;
+                pe_lo[blk] = pm_lo == 0.0 ? NO_BLOCK : int(exb_lo >> 23) - 127;
+#endif
                 [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
                     [[unroll]] for (int i = 0; i < NE_S; i++) {
                         const bool lo = code_low(s_code(i));
@@ -379,9 +457,61 @@ void main()
         }
         if (mn_hi != NEG_INF) { l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
         if (mn_lo != NEG_INF) { l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
-        [[unroll]] for (int dt = 0; dt < DT; dt++)
-            [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] *= code_low(o_code(i)) ? alpha_lo : alpha_hi;
+        [[dont_flatten]] if (subgroupAny(alpha_hi != 1.0 || alpha_lo != 1.0)) // rare once the maxima settle
+            [[unroll]] for (int dt = 0; dt < DT; dt++)
+                [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] *= code_low(o_code(i)) ? alpha_lo : alpha_hi;
 
+#ifdef PV_INT8
+        // the tile's P unit per row: its blocks within 3 binades of the larger one, above 2^-60
+        int r_hi, r_lo;
+        const bool narrow_hi = tile_unit(pe_hi[0], pe_hi[1], r_hi), narrow_lo = tile_unit(pe_lo[0], pe_lo[1], r_lo);
+        const bool narrow = narrow_hi && narrow_lo;
+        const bool v_wide = vcol[v_flags + uint(tile)] != 0u;
+        [[dont_flatten]] if (subgroupAll(narrow) && !v_wide) {
+            const float f_hi = pow2_any(1 - r_hi), f_lo = pow2_any(1 - r_lo); // P^ -> codes <= 96
+            const float u_hi = pow2_any(r_hi - 1), u_lo = pow2_any(r_lo - 1);
+            PMAT8 pa[BC / 32];
+            [[unroll]] for (int blk = 0; blk < BC / 32; blk++)
+                [[unroll]] for (int i = 0; i < 16; i++) {
+                    const int c = a8_code(i);
+                    const bool lo = (c & 4) != 0;
+                    pa[blk][i] = int8_t(int(s[2 * blk + (c >> 3)][s_index(a8_s_code(c))] * (lo ? f_lo : f_hi)));
+                }
+            [[unroll]] for (int dt = 0; dt < DT; dt++) {
+                IACC acc = IACC(0);
+                [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+                    VMAT8 vb;
+                    coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                    acc = coopMatMulAdd(pa[blk], vb, acc);
+                }
+                OACC f = OACC(acc);
+                [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] = fma(f[i], code_low(o_code(i)) ? u_lo : u_hi, oacc[dt][i]);
+            }
+        } else { // each block with its own exponent (and the V factors of a flagged tile)
+            [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+                const int e_hi = pe_hi[blk] == NO_BLOCK ? 0 : pe_hi[blk], e_lo = pe_lo[blk] == NO_BLOCK ? 0 : pe_lo[blk];
+                // 2^(1 - e) in two steps: e may be -127
+                const float f_hi = pow2_any(-63 - e_hi), f_lo = pow2_any(-63 - e_lo);
+                const float u_hi = pow2_any(e_hi - 1), u_lo = pow2_any(e_lo - 1);
+                PMAT8 pa;
+                [[unroll]] for (int i = 0; i < 16; i++) {
+                    const int c = a8_code(i);
+                    const bool lo = (c & 4) != 0;
+                    pa[i] = int8_t(int(s[2 * blk + (c >> 3)][s_index(a8_s_code(c))] * 18446744073709551616.0 * (lo ? f_lo : f_hi)));
+                }
+                [[unroll]] for (int dt = 0; dt < DT; dt++) {
+                    VMAT8 vb;
+                    coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                    OACC f = OACC(coopMatMulAdd(pa, vb, IACC(0)));
+                    [[unroll]] for (int i = 0; i < NE_O; i++) {
+                        float u = code_low(o_code(i)) ? u_lo : u_hi;
+                        if (v_wide) u *= vscale[(v_row0 + uint(dt * PN + code_col(o_code(i))) + 2u * t4) * (pc.nk_pad / 32u) + j0 / 32u + uint(blk)];
+                        oacc[dt][i] = fma(f[i], u, oacc[dt][i]);
+                    }
+                }
+            }
+        }
+#else
         [[unroll]] for (int kp = 0; kp < BC / 16; kp++) {
             PMAT pa;
             [[unroll]] for (int i = 0; i < 8; i++) {
@@ -394,6 +524,7 @@ void main()
                 oacc[dt] = coopMatMulAdd(pa, vb, oacc[dt]);
             }
         }
+#endif
     }
 
     // O = acc * vscale / l (both in units of 2^-12)
@@ -405,8 +536,13 @@ void main()
         [[unroll]] for (int i = 0; i < NE_O; i++) {
             const bool lo = code_low(o_code(i));
             const uint row = lo ? row_lo : row_hi, c = uint(dt * PN + code_col(o_code(i))) + 2u * t4;
-            if (row < pc.nq)
-                o[pc.o_offset + (bh * pc.nq + row) * uint(D) + c] = oacc[dt][i] * vscale[v_row0 + c] * (lo ? inv_lo : inv_hi);
+#ifdef PV_INT8
+            const uint cm = vcol[v_row0 + c];
+            const float vs = cm == 0u ? 0.0 : pow2_any(int(cm) - 132); // the column's unit 2^(E - 4)
+#else
+            const float vs = vscale[v_row0 + c];
+#endif
+            if (row < pc.nq) o[pc.o_offset + (bh * pc.nq + row) * uint(D) + c] = oacc[dt][i] * vs * (lo ? inv_lo : inv_hi);
         }
     }
     if (t4 == 0u) {

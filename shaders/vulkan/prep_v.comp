@@ -14,6 +14,12 @@
 //              byte): 2 * the E2M1 value (an integer in [-12, 12]), and block scales
 //              colscale[head, c, n_pad / 32] = 2^e / 2 (float bits), so value = int8 * scale.
 //              One pass (pass_ and transpose are ignored); used only with quant != 0.
+//   OUT_I8 + ALIGN_V: the same V^T, but each column's codes on one unit (coopmat-khr-i8pv):
+//              pass 0 finds the column's largest block exponent E (colmax, as OUT_F16);
+//              pass 1 shifts a block's codes left by e - E + 3 (0..3: |code| <= 96), and
+//              colscale holds 1.0, or for a block more than 3 binades below E its codes
+//              unshifted and colscale the factor 2^(e - E + 3), its 64-token tile flagged
+//              in colmax[heads * D + head * n_pad / 64 + tile].
 // With key lengths (EXTRAS bit 2) the tokens at and after keylen[b] (head = b hkv + kv head)
 // read as 0, so the block holding a batch's last key is quantized as in a call with
 // Nk = keylen[b] (docs/attention-inputs.md).
@@ -77,12 +83,27 @@ void main()
     }
     const int e = mx_exponent(maxbits, pc.kind, pc.t);
 #if defined(OUT_I8)
+#ifdef ALIGN_V
+    // pass 0: each column's largest block exponent E (atomic max of E + 128, 0 = no block);
+    // pass 1: codes on the column's unit 2^(E - 4), shifted left by e - E + 3 <= 3, or for a
+    // block lower than that unshifted, with the factor 2^(e - E + 3) and its tile flagged.
+    if (pc.pass_ == 0u) {
+        if (maxbits != 0u) atomicMax(colmax[head * uint(D) + c], uint(e + 128));
+        return;
+    }
+    const uint cm = colmax[head * uint(D) + c];
+    const int shift = maxbits == 0u || cm == 0u ? 0 : e - (int(cm) - 128 - 3);
+    const bool low = shift < 0;
+    const int lift = low ? 0 : shift;
+#else
+    const int lift = 0;
+#endif
     uint words[8];
     for (uint w = 0u; w < 8u; w++) {
         uint packed = 0u;
         for (uint j = 0u; j < 4u; j++) {
             const uint b = bits[4u * w + j];
-            const int iv = int(2.0 * mx_round(b & 0x7fffffffu, e));
+            const int iv = int(2.0 * mx_round(b & 0x7fffffffu, e)) << lift;
             packed |= uint(((b >> 31) != 0u ? -iv : iv) & 0xff) << (8u * j);
         }
         words[w] = packed;
@@ -90,8 +111,15 @@ void main()
     const uint dst4 = ((head * uint(D) + c) * pc.n_pad + blk * 32u) / 16u;
     y4[dst4] = uvec4(words[0], words[1], words[2], words[3]);
     y4[dst4 + 1u] = uvec4(words[4], words[5], words[6], words[7]);
+#ifdef ALIGN_V
+    // the factor (1 unless low), as bits: 0 below 2^-149
+    colscale[(head * uint(D) + c) * nblocks + blk] =
+        !low ? 0x3f800000u : shift >= -126 ? uint(shift + 127) << 23 : shift >= -149 ? 1u << uint(shift + 149) : 0u;
+    if (low) atomicOr(colmax[pc.heads * uint(D) + head * (pc.n_pad / 64u) + blk / 2u], 1u);
+#else
     // 2^(e - 1), e >= -127: 2^-128 is subnormal, written as bits (no arithmetic to flush)
     colscale[(head * uint(D) + c) * nblocks + blk] = e >= -125 ? uint(e + 126) << 23 : 0x400000u >> uint(-126 - e);
+#endif
 }
 #else
 #ifdef OUT_F16
