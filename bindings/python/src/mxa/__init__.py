@@ -1,80 +1,49 @@
 """mxa: MXFP4 attention (Hadamard rotation, UOS scaling q = 7.25, Pre-Normalization
-Quantization) from Python, through libmxa's C API. numpy arrays in and out.
+Quantization) from Python, through libmxa's C API.
 
     import mxa
     o = mxa.attention(q, k, v)                          # MXAttention on the best device
     o, lse = mxa.attention(q, k, v, recipe="ocp-direct", device="cpu", lse=True)
+    qd = mxa.to_device(q, device="vulkan:0")            # a DeviceArray: uploaded once
+    od = mxa.attention(qd, kd, vd)                      # a DeviceArray on the same device
     codes, scales = mxa.quantize(x, rule="uos")
     x_hat = mxa.dequantize(codes, scales, cols=x.shape[-1])
+    import mxa.torch                                    # torch's scaled_dot_product_attention
 
-Every failure raises mxa.Error carrying the library's message.
+Inputs: numpy, anything with __array_interface__, DLPack producers on the CPU (torch CPU
+tensors, read in place), DeviceArrays. Every failure raises mxa.Error carrying the
+library's message.
 """
-import atexit
 import ctypes
-import threading
 
 import numpy as np
 
 from . import _native as _n
+from ._arrays import host_tensor, to_f32 as _to_f32
+from ._core import Error, check as _check, device as _open, device_info as _device_info, lib as _lib, \
+    path as _path, runtime as _rt, text as _text
+from ._device_array import Buffer, DeviceArray, to_device
 
 __all__ = ["Error", "version", "library_path", "backends", "devices", "attention", "quantize", "dequantize",
-           "RECIPES"]
+           "RECIPES", "Buffer", "DeviceArray", "to_device"]
 
 #: Recipe names attention() accepts: the library's three plus the paper's ablations and baselines.
-RECIPES = ("mxattention", "ocp-direct", "fp32", "wo-uos", "wo-pnq-uos", "tfs", "nvfp4", "nvfp4-smooth")
+RECIPES = ("mxattention", "ocp-direct", "fp32", "wo-uos", "wo-pnq-uos", "tfs", "nvfp4", "nvfp4-smooth",
+           "mxattention-fp8pv")
+
+#: mxa_pv_format: the format of P and V in the P V product.
+_PV_FORMATS = {"mxfp4": 0, "mxfp8": 1}
 
 
-class Error(Exception):
-    """A failure of libmxa (or a bad argument caught before the call). `status` is the
-    library's status name ("MXA_ERR_INVALID_ARGUMENT"), or None for a Python-side check."""
-
-    def __init__(self, message, status=None):
-        super().__init__(message)
-        self.status = status
-
-
-_lib, _path = _n.load()
-_lock = threading.Lock()
-_runtime = None
-_devices = {}
-
-
-def _check(status, what):
-    if status != 0:
-        name = _lib.mxa_status_string(status).decode()
-        msg = (_lib.mxa_last_error_message() or b"").decode(errors="replace")
-        raise Error(f"{what}: {msg or name}", name)
-
-
-def _rt():
-    global _runtime
-    with _lock:
-        if _runtime is None:
-            h = ctypes.c_void_p()
-            _check(_lib.mxa_runtime_create(None, ctypes.byref(h)), "runtime")
-            _runtime = h
-        return _runtime
+def __getattr__(name):
+    if name == "torch":  # mxa.torch imports torch: only when asked for
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'mxa' has no attribute '{name}'")
 
 
 def _device(device_id):
-    rt = _rt()
-    with _lock:
-        if device_id not in _devices:
-            h = ctypes.c_void_p()
-            _check(_lib.mxa_device_open(rt, device_id.encode(), ctypes.byref(h)), f"device '{device_id}'")
-            _devices[device_id] = h
-        return _devices[device_id]
-
-
-@atexit.register
-def _shutdown():
-    global _runtime
-    for h in _devices.values():
-        _lib.mxa_device_close(h)
-    _devices.clear()
-    if _runtime is not None:
-        _lib.mxa_runtime_destroy(_runtime)
-        _runtime = None
+    return _open(device_id)[0]
 
 
 def version():
@@ -116,40 +85,15 @@ def devices():
                     "vendor": _text(d.vendor), "driver": _text(d.driver), "memory_bytes": d.memory_bytes,
                     "compute_units": d.compute_units, "capabilities": _text(d.capabilities),
                     "variant": _text(d.variant), "variant_reason": _text(d.variant_reason),
-                    "default_bc": d.default_bc, "score": d.score})
+                    "default_bc": d.default_bc, "score": d.score,
+                    "score_reason": _text(d.score_reason)})
     return out
 
 
 # ------------------------------------------------------------------ tensors
 
-def _to_f32(x, name):
-    """float16 and float32 as they are; other real types (float64, numpy's default, integers)
-    converted once to float32, rounding to nearest. A finite value beyond float32's range is
-    refused, as the library refuses Inf, never passed on as an Inf."""
-    a = np.asarray(x)
-    if a.dtype in (np.float16, np.float32):
-        return a
-    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
-        raise Error(f"{name}: dtype {a.dtype} is not a real number type")
-    with np.errstate(over="ignore", invalid="ignore"):
-        f = a.astype(np.float32)
-    over = np.isinf(f) & np.isfinite(a)
-    if over.any():
-        i = int(np.flatnonzero(over.reshape(-1))[0])
-        raise Error(f"{name}: element {i} is {a.reshape(-1)[i]!r}, beyond float32's range "
-                    f"({a.dtype} input is converted to float32)", "MXA_ERR_NON_FINITE")
-    return f
-
-
-def _as_input(x, name):
-    """A C-contiguous float32 or float16 array of rank 2..4 and its mxa_tensor."""
-    a = np.ascontiguousarray(_to_f32(x, name))
-    if a.ndim < 2 or a.ndim > 4:
-        raise Error(f"{name}: shape {a.shape} has rank {a.ndim}; expected [N, D], [H, N, D] or [B, H, N, D]")
-    return a, _tensor(a)
-
-
 def _tensor(a):
+    """The mxa_tensor of a C-contiguous float32/float16 numpy array of rank <= 4."""
     shape = (1,) * (4 - a.ndim) + tuple(a.shape)
     t = _n.Tensor()
     _check(_lib.mxa_tensor_init(ctypes.byref(t), _n.F16 if a.dtype == np.float16 else _n.F32, *shape,
@@ -185,7 +129,8 @@ def _quantize_bits(spec):
 def _desc(recipe, causal, bc, scale, switches):
     base = {"mxattention": _n.RECIPE_MXATTENTION, "wo-uos": _n.RECIPE_MXATTENTION,
             "wo-pnq-uos": _n.RECIPE_MXATTENTION, "tfs": _n.RECIPE_MXATTENTION, "ocp-direct": _n.RECIPE_OCP_DIRECT,
-            "nvfp4": _n.RECIPE_OCP_DIRECT, "nvfp4-smooth": _n.RECIPE_OCP_DIRECT, "fp32": _n.RECIPE_FP32}
+            "nvfp4": _n.RECIPE_OCP_DIRECT, "nvfp4-smooth": _n.RECIPE_OCP_DIRECT, "fp32": _n.RECIPE_FP32,
+            "mxattention-fp8pv": _n.RECIPE_MXATTENTION}
     if recipe not in base:
         raise Error(f"unknown recipe '{recipe}' (expected one of {', '.join(RECIPES)})")
     d = _n.AttentionDesc()
@@ -196,6 +141,8 @@ def _desc(recipe, causal, bc, scale, switches):
         d.placement = _n.PLACEMENT_DIRECT
     if recipe == "tfs":
         d.rule = _rule("tfs")
+    if recipe == "mxattention-fp8pv":  # P and V in MXFP8 E4M3 (mxa.h, MXA_RECIPE_MXATTENTION_FP8PV)
+        d.pv_format = _PV_FORMATS["mxfp8"]
     if recipe.startswith("nvfp4"):
         d.format = _n.FORMAT_NVFP4
         d.smooth = int(recipe == "nvfp4-smooth")
@@ -218,62 +165,140 @@ def _desc(recipe, causal, bc, scale, switches):
             d.format = _n.FORMAT_MXFP4 if value == "mxfp4" else _n.FORMAT_NVFP4
         elif key == "smooth":
             d.smooth = int(bool(value))
+        elif key == "pv":
+            if value not in _PV_FORMATS:
+                raise Error(f"pv '{value}': expected 'mxfp4' or 'mxfp8'")
+            d.pv_format = _PV_FORMATS[value]
         elif key == "allow_non_finite":
             d.allow_non_finite = int(bool(value))
         else:
             raise Error(f"unknown switch '{key}' (expected hadamard, rule, placement, quantize, format, smooth, "
-                        "allow_non_finite)")
-    d.causal = int(bool(causal))
+                        "pv, allow_non_finite)")
+    d.causal = _causal(causal)
     d.bc = int(bc or 0)
     d.scale = float(scale or 0.0)
     return d
 
 
+def _causal(causal):
+    """MXA_CAUSAL_*: False/None, True or "bottom-right" (the KV-cache alignment), "top-left"."""
+    names = {"none": _n.CAUSAL_NONE, "bottom-right": _n.CAUSAL_BOTTOM_RIGHT, "top-left": _n.CAUSAL_TOP_LEFT}
+    if isinstance(causal, str):
+        if causal not in names:
+            raise Error(f"causal '{causal}': expected 'none', 'bottom-right' or 'top-left'")
+        return names[causal]
+    if causal in (0, 1, 2) or isinstance(causal, (bool, np.bool_)):
+        return int(causal)
+    raise Error(f"causal {causal!r}: expected a bool, 'bottom-right' or 'top-left'")
+
+
 def attention(q, k, v, recipe="mxattention", device="auto", causal=False, bc=0, scale=None, lse=False,
-              reference=False, row_sums=False, **switches):
+              reference=False, row_sums=False, bias=None, mask=None, key_lengths=None, info=False, out_dtype=None,
+              **switches):
     """softmax(q k^T * scale) v with an MXFP4 (or NVFP4 / fp32) recipe.
 
     q: [B, H, Nq, D], [H, Nq, D] or [Nq, D]; k, v: the same rank, Hkv dividing H (GQA).
-    float32 or float16 in (float64, numpy's default, and integers are converted once to float32;
-    a finite value beyond float32's range raises); float32 out with q's shape. recipe: one of RECIPES. Switches
+    Host inputs (numpy, __array_interface__, DLPack on the CPU) are read in place when float32,
+    float16 or bfloat16 (any strides); float64 and integers are converted once to float32 (a
+    finite value beyond float32's range raises). DeviceArray inputs (mxa.to_device) make the
+    call on their device and return DeviceArrays there (out_dtype: "float32", "float16" or
+    "bfloat16"); host inputs return float32 numpy arrays with q's shape. recipe: one of RECIPES. Switches
     override the recipe: hadamard=bool, rule="ocp"|"tfs"|"uos"|"q=7.1", placement="pnq"|"direct",
-    quantize="qk,v,p"|"none", format="mxfp4"|"nvfp4", smooth=bool, allow_non_finite=bool.
+    quantize="qk,v,p"|"none", format="mxfp4"|"nvfp4", smooth=bool, pv="mxfp4"|"mxfp8" (the format of P and
+    V: "mxattention-fp8pv" is mxattention with pv="mxfp8"), allow_non_finite=bool.
     bc: key-tile size (0: the device's). scale: softmax scale (None: 1/sqrt(D)).
+    bias: an additive float bias on the scaled scores, [B|1, H|1, Nq, Nk], [H|1, Nq, Nk] or
+    [Nq, Nk] (1 broadcasts; -inf hides a key), or None.
+    mask: bool (0/False hides a key), same shapes as bias. key_lengths: B ints, batch b as if
+    it had only its first key_lengths[b] keys. causal: False, True or "bottom-right" (the
+    last query row sees every key: a KV cache), "top-left" (torch's is_causal).
     lse=True also returns the per-row log-sum-exp (q's shape without D).
     reference=True runs the library's reference implementation (needs bc; default 64)
     instead of a device; row_sums=True (reference only) also returns the per-row sum of
     the attention weights the output was built from.
-    Returns o, or a tuple (o, lse?, row_sums?) in that order.
+    info=True also returns a dict of what ran: device, variant, bc, kernel_seconds (the
+    device's own timing where it has one, else host wall time).
+    Returns o, or a tuple (o, lse?, row_sums?, info?) in that order.
     """
-    qa, tq = _as_input(q, "q")
-    ka, tk = _as_input(k, "k")
-    va, tv = _as_input(v, "v")
-    if not (qa.ndim == ka.ndim == va.ndim):
-        raise Error(f"q, k and v must have the same rank (got {qa.ndim}, {ka.ndim}, {va.ndim})")
+    on_device = [x for x in (q, k, v) if isinstance(x, DeviceArray)]
     if row_sums and not reference:
         raise Error("row_sums=True needs reference=True")
+    if on_device and reference:
+        raise Error("reference=True runs on the host: pass host arrays, not DeviceArrays")
+    if on_device:
+        device = _same_device(on_device, device)
+    keep = []  # host views and tensors the call reads: alive until it returns
+    (tq, sq), (tk, sk), (tv, sv) = (_input_tensor(x, name, keep) for x, name in ((q, "q"), (k, "k"), (v, "v")))
+    shapes = [sq, sk, sv]
+    if not (len(shapes[0]) == len(shapes[1]) == len(shapes[2])):
+        raise Error(f"q, k and v must have the same rank (got {len(shapes[0])}, {len(shapes[1])}, {len(shapes[2])})")
     desc = _desc(recipe, causal, bc, scale, switches)
-    out = np.empty(qa.shape, dtype=np.float32)
-    to = _tensor(out)
-    lse_arr = np.empty(qa.shape[:-1] + (1,), dtype=np.float32) if lse else None
-    tl = _tensor(lse_arr) if lse else None
+    for x, name in ((bias, "bias"), (mask, "mask")):
+        if x is not None:
+            t, _ = _input_tensor(x, name, keep, mask=name == "mask", ranks=(2, 3, 4))
+            setattr(desc, name, ctypes.cast(ctypes.pointer(t), ctypes.c_void_p))
+    if key_lengths is not None:
+        lens = np.ascontiguousarray(np.asarray(key_lengths).reshape(-1), dtype=np.int32)
+        keep.append(lens)
+        desc.key_lengths = lens.ctypes.data_as(ctypes.c_void_p)
+    qshape = tuple(shapes[0])
+    if on_device:
+        out = DeviceArray(qshape, out_dtype or "float32", device)
+        lse_out = DeviceArray(qshape[:-1] + (1,), "float32", device) if lse else None
+        to = out.tensor("o")
+        tl = lse_out.tensor("lse") if lse else None
+    else:
+        if out_dtype not in (None, "float32", np.float32):
+            raise Error("out_dtype: host outputs are float32")
+        out = np.empty(qshape, dtype=np.float32)
+        lse_out = np.empty(qshape[:-1] + (1,), dtype=np.float32) if lse else None
+        to = _tensor(out)
+        tl = _tensor(lse_out) if lse else None
     lse_ptr = ctypes.byref(tl) if lse else None
+    ran = {"device": "reference" if reference else None, "variant": "reference", "bc": int(bc or 64),
+           "kernel_seconds": -1.0}
     if reference:
-        rows = np.empty(qa.shape[:-1], dtype=np.float32) if row_sums else None
+        rows = np.empty(qshape[:-1], dtype=np.float32) if row_sums else None
         _check(_lib.mxa_reference_attention(ctypes.byref(desc), int(bc or 64), ctypes.byref(tq), ctypes.byref(tk),
                                             ctypes.byref(tv), ctypes.byref(to), lse_ptr,
                                             rows.ctypes.data_as(ctypes.c_void_p) if row_sums else None),
                "reference attention")
     else:
-        info = _n.AttentionInfo()
-        _check(_lib.mxa_attention(_device(device), ctypes.byref(desc), ctypes.byref(tq), ctypes.byref(tk),
-                                  ctypes.byref(tv), ctypes.byref(to), lse_ptr, ctypes.byref(info)), "attention")
+        handle, ran["device"] = _open(device)
+        ai = _n.AttentionInfo()
+        _check(_lib.mxa_attention(handle, ctypes.byref(desc), ctypes.byref(tq), ctypes.byref(tk),
+                                  ctypes.byref(tv), ctypes.byref(to), lse_ptr, ctypes.byref(ai)), "attention")
+        ran.update(variant=_text(ai.variant), bc=ai.bc, kernel_seconds=ai.kernel_seconds)
     result = [out]
     if lse:
-        result.append(lse_arr[..., 0])
+        result.append(lse_out.reshape(qshape[:-1]) if on_device else lse_out[..., 0])
     if row_sums:
         result.append(rows)
+    if info:
+        result.append(ran)
     return result[0] if len(result) == 1 else tuple(result)
+
+
+def _same_device(arrays, device):
+    """The one device the DeviceArray inputs live on (and `device`, unless "auto", must name it)."""
+    where = {x.device for x in arrays}
+    if len(where) > 1:
+        raise Error(f"the DeviceArray inputs live on different devices ({', '.join(sorted(where))})")
+    (dev,) = where
+    if device != "auto" and _open(device)[1] != dev:
+        raise Error(f"device '{device}': the DeviceArray inputs live on '{dev}'")
+    return dev
+
+
+def _input_tensor(x, name, keep, mask=False, ranks=(2, 3, 4)):
+    """(mxa_tensor, shape) of an input (DeviceArray or host array); what it reads goes to `keep`."""
+    if isinstance(x, DeviceArray):
+        t, shape = x.tensor(name, ranks), x.shape
+    else:
+        t, shape, v = host_tensor(x, name, mask=mask, ranks=ranks)
+        keep.append(v)
+    keep.append(t)
+    return t, tuple(shape)
 
 
 def quantize(x, rule="uos", device="cpu"):

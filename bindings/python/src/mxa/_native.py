@@ -1,5 +1,6 @@
 """ctypes declarations of include/mxa/mxa.h (kept in the header's order) and
-the lookup of libmxa.so."""
+the lookup of libmxa.so: MXA_LIBRARY, then the libmxa.so installed inside this package
+(`pip install .` at the repository root), then a checkout's build/, then the system."""
 import ctypes
 import ctypes.util
 import os
@@ -10,7 +11,8 @@ c_int64, c_uint32, c_uint64 = ctypes.c_int64, ctypes.c_uint32, ctypes.c_uint64
 c_size_t, c_void_p, c_char_p = ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p
 
 NAME_LEN, REASON_LEN = 128, 256
-F32, F16 = 0, 1
+F32, F16, BF16, BOOL = 0, 1, 2, 3
+CAUSAL_NONE, CAUSAL_BOTTOM_RIGHT, CAUSAL_TOP_LEFT = 0, 1, 2
 RULE_OCP, RULE_CEIL = 0, 1
 PLACEMENT_PNQ, PLACEMENT_DIRECT = 0, 1
 QUANT_QK, QUANT_V, QUANT_P = 1, 2, 4
@@ -32,7 +34,8 @@ class AttentionDesc(ctypes.Structure):
                 ("scale", c_float), ("causal", c_int), ("bc", c_int), ("allow_non_finite", c_int),
                 ("format", c_int), ("smooth", c_int),
                 # the optional inputs (bias, mask: mxa_tensor *; key_lengths: int32 *; kv: mxa_kv *)
-                ("bias", c_void_p), ("mask", c_void_p), ("key_lengths", c_void_p), ("kv", c_void_p)]
+                ("bias", c_void_p), ("mask", c_void_p), ("key_lengths", c_void_p), ("kv", c_void_p),
+                ("pv_format", c_int)]  # mxa_pv_format: 0 MXFP4, 1 MXFP8
 
 
 class AttentionInfo(ctypes.Structure):
@@ -50,7 +53,8 @@ class DeviceInfo(ctypes.Structure):
                 ("driver", ctypes.c_char * NAME_LEN), ("memory_bytes", c_uint64), ("compute_units", c_uint32),
                 ("subgroup_min", c_uint32), ("subgroup_max", c_uint32), ("shared_memory_bytes", c_uint64),
                 ("caps", c_uint32), ("capabilities", ctypes.c_char * REASON_LEN), ("variant", ctypes.c_char * 48),
-                ("variant_reason", ctypes.c_char * REASON_LEN), ("default_bc", c_int), ("score", c_int)]
+                ("variant_reason", ctypes.c_char * REASON_LEN), ("default_bc", c_int), ("score", c_int),
+                ("score_reason", ctypes.c_char * REASON_LEN)]
 
 
 def _candidates():
@@ -101,6 +105,11 @@ def _declare(lib):
         "mxa_device_open": (c_int, [c_void_p, c_char_p, P(c_void_p)]),
         "mxa_device_close": (None, [c_void_p]),
         "mxa_device_info_of": (c_int, [c_void_p, P(DeviceInfo)]),
+        "mxa_dtype_size": (c_size_t, [c_int]),
+        "mxa_buffer_create": (c_int, [c_void_p, c_size_t, P(c_void_p)]),
+        "mxa_buffer_destroy": (None, [c_void_p]),
+        "mxa_buffer_upload": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
+        "mxa_buffer_download": (c_int, [c_void_p, c_size_t, c_void_p, c_size_t]),
         "mxa_rule_parse": (c_int, [c_char_p, P(Rule)]),
         "mxa_quantize": (c_int, [c_void_p, P(Tensor), Rule, c_void_p, c_void_p]),
         "mxa_dequantize": (c_int, [c_void_p, c_void_p, c_int64, c_int64, c_void_p]),
@@ -110,7 +119,14 @@ def _declare(lib):
         "mxa_reference_attention": (c_int, [P(AttentionDesc), c_int, P(Tensor), P(Tensor), P(Tensor), P(Tensor),
                                             P(Tensor), c_void_p]),
     }
-    for name, (res, args) in sigs.items():
-        fn = getattr(lib, name)
+    # Only in a library built with the Vulkan backend (mxa_vulkan.h): CUDA interop.
+    optional = {
+        "mxa_vulkan_buffer_create_exportable": (c_int, [c_void_p, c_size_t, P(c_void_p)]),
+        "mxa_vulkan_buffer_export_fd": (c_int, [c_void_p, P(c_int), P(c_uint64)]),
+    }
+    for name, (res, args) in list(sigs.items()) + list(optional.items()):
+        fn = getattr(lib, name, None)
+        if fn is None and name in optional:
+            continue
         fn.restype = res
         fn.argtypes = args
