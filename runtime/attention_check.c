@@ -59,6 +59,13 @@ mxa_status mxa_attention_check(const mxa_attention_desc *desc, const mxa_tensor 
     if (desc->causal < MXA_CAUSAL_NONE || desc->causal > MXA_CAUSAL_TOP_LEFT)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: causal is %d (expected 0 none, 1 bottom-right, 2 top-left)",
                         desc->causal);
+    if (desc->pv_format != MXA_PV_MXFP4 && desc->pv_format != MXA_PV_MXFP8)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: unknown pv_format %d (expected 0 MXFP4, 1 MXFP8)",
+                        (int)desc->pv_format);
+    if (desc->pv_format == MXA_PV_MXFP8 && desc->format != MXA_FORMAT_MXFP4)
+        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: an MXFP8 P V goes with the MXFP4 format only (not NVFP4)");
+    if (desc->pv_format == MXA_PV_MXFP8 && desc->kv)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: a pre-quantized K/V holds an MXFP4 V; an MXFP8 P V takes k and v");
     if (desc->smooth && desc->format != MXA_FORMAT_NVFP4)
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "attention: smoothing applies to the NVFP4 baseline only");
 

@@ -84,6 +84,8 @@ typedef struct mxa_pending {
 #define MXA_EXTRA_OUT_HALF (1u << 4)   /* f16/bf16 o in a device buffer */
 #define MXA_EXTRA_LSE_BUFFER (1u << 5) /* lse in a device buffer */
 #define MXA_EXTRA_KV (1u << 6)         /* call->kv (mxa_prepare_kv) */
+#define MXA_EXTRA_PV_MXFP8 (1u << 7)   /* desc.pv_format MXA_PV_MXFP8 (a backend whose chosen kernel
+                                          variant lacks it refuses the call with MXA_ERR_UNSUPPORTED) */
 
 typedef struct mxa_backend_ops {
     const char *name;
@@ -119,6 +121,10 @@ typedef struct mxa_backend_ops {
     mxa_status (*attention_submit)(void *impl, const mxa_attention_call *call, mxa_pending *pending);
     /* Completes `pending` if it has not completed yet. */
     void (*attention_wait)(void *impl, mxa_pending *pending);
+
+    /* Optional (NULL: MXA_ERR_UNSUPPORTED). Quantizes like `quantize` to MXFP8 E4M3 with the
+     * floor rule: rows x nblocks*32 code bytes and rows x nblocks scale bytes. */
+    mxa_status (*quantize_mxfp8)(void *impl, const mxa_array *x, uint8_t *codes, uint8_t *scales);
 } mxa_backend_ops;
 
 /* Built-in backends (defined in backends/<name>/ when built). */

@@ -243,6 +243,35 @@ mxa_status mxa_quantize(mxa_device *dev, const mxa_tensor *x, mxa_rule rule, uin
     return st;
 }
 
+mxa_status mxa_quantize_mxfp8(mxa_device *dev, const mxa_tensor *x, uint8_t *codes, uint8_t *scales)
+{
+    mxa_status st = mxa_device_check(dev, "mxa_quantize_mxfp8");
+    if (st) return st;
+    if (!codes || !scales) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_quantize_mxfp8: NULL argument");
+    if ((st = mxa_tensor_check(x, "x"))) return st;
+    if (!dev->ops->quantize_mxfp8)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "mxa_quantize_mxfp8: the %s backend has no MXFP8 quantizer", dev->ops->name);
+    arg a;
+    if ((st = arg_input(dev, x, "x", 0, &a))) return st;
+    const int64_t rows = a.array.b * a.array.h * a.array.n, nblocks = (a.array.d + MXA_BLOCK - 1) / MXA_BLOCK;
+    const size_t ncodes = (size_t)(rows * nblocks * MXA_BLOCK), nscales = (size_t)(rows * nblocks);
+    uint8_t *tmp = malloc(ncodes + nscales); /* the caller's arrays are written only on success */
+    if (!tmp) {
+        arg_free(&a);
+        return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_quantize_mxfp8: out of memory");
+    }
+    pthread_mutex_lock(&dev->lock);
+    st = dev->ops->quantize_mxfp8(dev->impl, &a.array, tmp, tmp + ncodes);
+    pthread_mutex_unlock(&dev->lock);
+    if (!st) {
+        memcpy(codes, tmp, ncodes);
+        memcpy(scales, tmp + ncodes, nscales);
+    }
+    free(tmp);
+    arg_free(&a);
+    return st;
+}
+
 /* ------------------------------------------------------------- attention */
 
 /* The NVFP4 baseline exists only as the reference, so only the CPU device runs
@@ -309,6 +338,9 @@ static mxa_status extras_check(const mxa_device *dev, const mxa_attention_desc *
     else if (o->buffer && o->dtype != MXA_F32 && !(have & MXA_EXTRA_OUT_HALF)) what = "a 16-bit output in a device buffer";
     else if (lse && lse->buffer && !(have & MXA_EXTRA_LSE_BUFFER)) what = "lse in a device buffer";
     else if (desc->kv && !(have & MXA_EXTRA_KV)) what = "pre-quantized K/V (mxa_prepare_kv)";
+    else if (desc->pv_format == MXA_PV_MXFP8 && (desc->quantize & (MXA_QUANT_P | MXA_QUANT_V)) &&
+             !(have & MXA_EXTRA_PV_MXFP8))
+        what = "an MXFP8 P V (pv_format MXFP8)";
     if (what) return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the %s backend does not take %s", dev->ops->name, what);
     return MXA_OK;
 }
@@ -362,6 +394,7 @@ static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, 
     call->desc.bias = call->desc.mask = NULL;
     call->desc.key_lengths = NULL;
     call->desc.kv = NULL;
+    if (!(desc->quantize & (MXA_QUANT_P | MXA_QUANT_V))) call->desc.pv_format = MXA_PV_MXFP4; /* nothing to format */
     call->bc = desc->bc ? desc->bc : dev->probed->info.default_bc;
     if ((st = mxa_bc_check(call->bc))) return st;
     if (desc->format == MXA_FORMAT_NVFP4 && strcmp(dev->ops->name, "cpu") != 0)

@@ -43,8 +43,9 @@ mxa_status mxa_prepare_kv(mxa_device *dev, const mxa_attention_desc *desc, const
     if (st) return st;
     if (!desc || !k || !v || !out) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_prepare_kv: NULL argument");
     *out = NULL;
-    if ((desc->quantize & (MXA_QUANT_QK | MXA_QUANT_V)) != (MXA_QUANT_QK | MXA_QUANT_V) || desc->format != MXA_FORMAT_MXFP4)
-        return mxa_fail(MXA_ERR_UNSUPPORTED, "mxa_prepare_kv: pre-quantized K/V needs an MXFP4 recipe that quantizes Q/K and V");
+    if ((desc->quantize & (MXA_QUANT_QK | MXA_QUANT_V)) != (MXA_QUANT_QK | MXA_QUANT_V) || desc->format != MXA_FORMAT_MXFP4 ||
+        desc->pv_format != MXA_PV_MXFP4)
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "mxa_prepare_kv: pre-quantized K/V needs an MXFP4 recipe (MXFP4 P V) that quantizes Q/K and V");
     /* the shapes as attention checks them, with q standing in as k's own shape */
     mxa_tensor o = *k;
     mxa_attention_desc plain = *desc;

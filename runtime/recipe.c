@@ -7,7 +7,8 @@
 #include "mxfp4.h"
 #include "status.h"
 
-static const char *recipe_names[] = {"mxattention", "ocp-direct", "fp32"};
+static const char *recipe_names[] = {"mxattention", "ocp-direct", "fp32", "mxattention-fp8pv"};
+#define RECIPE_COUNT ((int)(sizeof recipe_names / sizeof recipe_names[0]))
 
 mxa_status mxa_attention_desc_init(mxa_attention_desc *desc, mxa_recipe recipe)
 {
@@ -15,10 +16,12 @@ mxa_status mxa_attention_desc_init(mxa_attention_desc *desc, mxa_recipe recipe)
     memset(desc, 0, sizeof *desc);
     switch (recipe) {
     case MXA_RECIPE_MXATTENTION:
+    case MXA_RECIPE_MXATTENTION_FP8PV:
         desc->hadamard = 1;
         desc->rule = mxa_rule_uos();
         desc->placement = MXA_PLACEMENT_PNQ;
         desc->quantize = MXA_QUANT_ALL;
+        desc->pv_format = recipe == MXA_RECIPE_MXATTENTION_FP8PV ? MXA_PV_MXFP8 : MXA_PV_MXFP4;
         return MXA_OK;
     case MXA_RECIPE_OCP_DIRECT:
         desc->rule = mxa_rule_ocp();
@@ -35,18 +38,18 @@ mxa_status mxa_attention_desc_init(mxa_attention_desc *desc, mxa_recipe recipe)
 mxa_status mxa_recipe_parse(const char *text, mxa_recipe *out)
 {
     if (!text || !out) return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_recipe_parse: NULL argument");
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < RECIPE_COUNT; i++)
         if (strcmp(text, recipe_names[i]) == 0) {
             *out = (mxa_recipe)i;
             return MXA_OK;
         }
     return mxa_fail(MXA_ERR_INVALID_ARGUMENT,
-                    "unknown recipe '%s' (expected mxattention, ocp-direct or fp32)", text);
+                    "unknown recipe '%s' (expected mxattention, ocp-direct, fp32 or mxattention-fp8pv)", text);
 }
 
 const char *mxa_recipe_name(mxa_recipe recipe)
 {
-    if ((int)recipe < 0 || (int)recipe > 2) return "unknown";
+    if ((int)recipe < 0 || (int)recipe >= RECIPE_COUNT) return "unknown";
     return recipe_names[recipe];
 }
 

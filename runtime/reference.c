@@ -8,41 +8,48 @@
 
 #include "hadamard.h"
 #include "mxfp4.h"
+#include "mxfp8.h"
 #include "reference.h"
 #include "reference_nvfp4.h"
 #include "status.h"
 #include "tensor.h"
 
-/* A matrix whose rows are split into 32-element blocks, either plain fp32 or
- * MXFP4 (twice the E2M1 value as an integer, plus the block exponent). */
+/* A matrix whose rows are split into 32-element blocks, either plain fp32, MXFP4
+ * (twice the E2M1 value as an integer) or MXFP8 (the E4M3 value times 2^9 as an
+ * integer), with the block exponent. */
 typedef struct blocked {
     int64_t rows, nblocks;
     int quantized;
-    float *value;  /* rows x nblocks*32: the fp32 value, or the decoded MXFP4 value */
-    int8_t *twice; /* quantized: 2 * E2M1 value */
-    int *exponent; /* quantized: block exponent (scale byte - 127); INT32_MIN for a NaN block */
+    int fp8;           /* quantized in MXFP8 (else MXFP4) */
+    float *value;      /* rows x nblocks*32: the fp32 value, or the decoded value */
+    int32_t *integer;  /* quantized: the element as an integer, 2^shift times its value */
+    int *exponent;     /* quantized: block exponent (scale byte - 127); INT32_MIN for a NaN block */
 } blocked;
+
+/* log2 of the integer's weight: MXFP4 holds 2 * E2M1, MXFP8 holds 2^9 * E4M3. */
+static int blocked_shift(const blocked *m) { return m->fp8 ? 9 : 1; }
 
 static void blocked_free(blocked *m)
 {
     free(m->value);
-    free(m->twice);
+    free(m->integer);
     free(m->exponent);
     memset(m, 0, sizeof *m);
 }
 
-static mxa_status blocked_alloc(blocked *m, int64_t rows, int64_t nblocks, int quantized)
+static mxa_status blocked_alloc(blocked *m, int64_t rows, int64_t nblocks, int quantized, int fp8)
 {
     m->rows = rows;
     m->nblocks = nblocks;
     m->quantized = quantized;
+    m->fp8 = quantized && fp8;
     size_t n = (size_t)(rows * nblocks * MXA_BLOCK);
     m->value = calloc(n, sizeof(float));
     if (quantized) {
-        m->twice = calloc(n, 1);
+        m->integer = calloc(n, sizeof(int32_t));
         m->exponent = calloc((size_t)(rows * nblocks), sizeof(int));
     }
-    if (!m->value || (quantized && (!m->twice || !m->exponent))) {
+    if (!m->value || (quantized && (!m->integer || !m->exponent))) {
         blocked_free(m);
         return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "reference attention: out of memory");
     }
@@ -61,19 +68,26 @@ static void blocked_set(blocked *m, int64_t r, int64_t first, const float *x, in
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t at = r * m->nblocks + first + blk;
         float *bx = m->value + at * MXA_BLOCK;
-        int8_t *tw = m->twice + at * MXA_BLOCK;
+        int32_t *in = m->integer + at * MXA_BLOCK;
         uint8_t codes[MXA_BLOCK], scale;
-        mxa_quantize_block(bx, MXA_BLOCK, rule, codes, &scale);
+        if (m->fp8) mxa_mxfp8_quantize_block(bx, MXA_BLOCK, codes, &scale);
+        else mxa_quantize_block(bx, MXA_BLOCK, rule, codes, &scale);
         m->exponent[at] = scale == MXA_E8M0_NAN ? INT32_MIN : (int)scale - 127;
         for (int i = 0; i < MXA_BLOCK; i++) {
-            tw[i] = mxa_e2m1_doubled[codes[i]];
-            bx[i] = mxa_decode(codes[i], scale);
+            if (m->fp8) {
+                in[i] = (codes[i] & 0x80) ? -mxa_e4m3_scaled(codes[i]) : mxa_e4m3_scaled(codes[i]);
+                bx[i] = mxa_mxfp8_decode(codes[i], scale);
+            } else {
+                in[i] = mxa_e2m1_doubled[codes[i]];
+                bx[i] = mxa_decode(codes[i], scale);
+            }
         }
     }
 }
 
 /* Product of block `ba` of row `ra` of a and block `bb` of row `rb` of b.
- * Both quantized: an exact integer dot product times 2^(ea + eb - 2).
+ * Both quantized: an exact integer dot product times 2^(ea + eb - shifts), rounded
+ * once to fp32 (exact for MXFP4; an MXFP8 sum may need up to 41 bits).
  * Otherwise: an fp32 dot product of the (decoded) values, in order. */
 static float block_dot(const blocked *a, int64_t ra, int64_t ba, const blocked *b, int64_t rb,
                        int64_t bb)
@@ -83,11 +97,11 @@ static float block_dot(const blocked *a, int64_t ra, int64_t ba, const blocked *
     if (a->quantized && b->quantized) {
         int ea = a->exponent[ra * a->nblocks + ba], eb = b->exponent[rb * b->nblocks + bb];
         if (ea == INT32_MIN || eb == INT32_MIN) return NAN;
-        const int8_t *ta = a->twice + (ra * a->nblocks + ba) * MXA_BLOCK;
-        const int8_t *tb = b->twice + (rb * b->nblocks + bb) * MXA_BLOCK;
-        int32_t sum = 0;
-        for (int i = 0; i < MXA_BLOCK; i++) sum += (int32_t)ta[i] * tb[i];
-        return ldexpf((float)sum, ea + eb - 2);
+        const int32_t *ta = a->integer + (ra * a->nblocks + ba) * MXA_BLOCK;
+        const int32_t *tb = b->integer + (rb * b->nblocks + bb) * MXA_BLOCK;
+        int64_t sum = 0;
+        for (int i = 0; i < MXA_BLOCK; i++) sum += (int64_t)ta[i] * tb[i];
+        return (float)ldexp((double)sum, ea + eb - blocked_shift(a) - blocked_shift(b));
     }
     float sum = 0.0f;
     for (int i = 0; i < MXA_BLOCK; i++) sum += x[i] * y[i];
@@ -115,8 +129,9 @@ static mxa_status head_prepare(const mxa_attention_desc *desc, const mxa_attenti
     const int qk = (desc->quantize & MXA_QUANT_QK) != 0, qv = (desc->quantize & MXA_QUANT_V) != 0;
     mxa_status st;
     memset(in, 0, sizeof *in);
-    if ((st = blocked_alloc(&in->q, nq, dblocks, qk)) || (st = blocked_alloc(&in->k, nk, dblocks, qk)) ||
-        (st = blocked_alloc(&in->vt, d, kblocks, qv))) {
+    const int fp8 = desc->pv_format == MXA_PV_MXFP8;
+    if ((st = blocked_alloc(&in->q, nq, dblocks, qk, 0)) || (st = blocked_alloc(&in->k, nk, dblocks, qk, 0)) ||
+        (st = blocked_alloc(&in->vt, d, kblocks, qv, fp8))) {
         head_free(in);
         return st;
     }
@@ -196,7 +211,7 @@ static void row_attention(const mxa_attention_desc *desc, int bc, const mxa_atte
             p_tilde[j] = (s[j] == -INFINITY) ? 0.0f : expf(s[j] - m_new); /* in place */
             sum_tilde += p_tilde[j];
         }
-        /* P^ = MXFP4(P~) in blocks of 32 keys (or P~ itself when P is not quantized). */
+        /* P^ = MXFP4(P~) (or MXFP8) in blocks of 32 keys (or P~ itself when P is not quantized). */
         blocked_set(p, 0, j0 / MXA_BLOCK, p_tilde, len, desc->rule);
         float sum_hat = 0.0f;
         for (int64_t j = 0; j < len; j++) sum_hat += p->value[j0 + j];
@@ -245,7 +260,7 @@ mxa_status mxa_reference_run(const mxa_attention_desc *desc, int bc, const mxa_a
     const int64_t kblocks = (nk + MXA_BLOCK - 1) / MXA_BLOCK;
     blocked p = {0};
     float *s = malloc((size_t)bc * sizeof(float)), *acc = malloc((size_t)d * sizeof(float));
-    if (!s || !acc || (st = blocked_alloc(&p, 1, kblocks, (desc->quantize & MXA_QUANT_P) != 0))) {
+    if (!s || !acc || (st = blocked_alloc(&p, 1, kblocks, (desc->quantize & MXA_QUANT_P) != 0, desc->pv_format == MXA_PV_MXFP8))) {
         free(s);
         free(acc);
         return st ? st : mxa_fail(MXA_ERR_OUT_OF_MEMORY, "reference attention: out of memory");

@@ -13,6 +13,7 @@
 #include "../../runtime/env.h"
 #include "../../runtime/status.h"
 #include "cpu_attention.h"
+#include "cpu_pv_fp8.h"
 #include "cpu_quant.h"
 
 #define L CPU_LANES
@@ -158,10 +159,14 @@ static void attention_task(void *ctx, int64_t item, int worker)
             rel[r] = v < -1 ? -1 : (v > bc ? (int32_t)bc : (int32_t)v);
         }
         int fused_p = 0;
-        const cpu_softmax_args sa = {sc.s, len, rel, m, l, alpha, (desc->quantize & MXA_QUANT_P) != 0,
+        const int fp8_p = p->pv_fp8 && (desc->quantize & MXA_QUANT_P);
+        float l_old[L];
+        memcpy(l_old, l, sizeof l_old);
+        const cpu_softmax_args sa = {sc.s, len, rel, m, l, alpha, (desc->quantize & MXA_QUANT_P) && !fp8_p,
                                      desc->placement == MXA_PLACEMENT_PNQ, !p->pv_int, p->rule, sc.pp, sc.psc,
                                      p->pv_fused && hd->vtile_ok[j0 / bc], sc.qsc8 + L, &fused_p};
         kern->softmax(&sa);
+        if (fp8_p) cpu_fp8_quantize_p(sc.s, blocks, desc->placement == MXA_PLACEMENT_PNQ, l_old, alpha, l);
         if (fused_p) {
             const cpu_pv_fused_args fa = {sc.pp, sc.qsc8 + L, hd->vt8 + j0 * d, bc, hd->vsc8 + j0 / bc,
                                           p->nk_pad / bc, blocks * CPU_WORDS, (int)d, alpha, sc.acc};
@@ -225,7 +230,8 @@ mxa_status cpu_attention_run(const cpu_kernels *kern, cpu_pool *pool, cpu_buf *a
     p->nk_pad = (p->nk + call->bc - 1) / call->bc * call->bc;
     p->qk_int = (desc->quantize & MXA_QUANT_QK) != 0;
     p->k_rotated = call->kv.buffer != NULL;
-    p->pv_int = (desc->quantize & MXA_QUANT_V) && (desc->quantize & MXA_QUANT_P);
+    p->pv_fp8 = desc->pv_format == MXA_PV_MXFP8;
+    p->pv_int = !p->pv_fp8 && (desc->quantize & MXA_QUANT_V) && (desc->quantize & MXA_QUANT_P);
     p->bc = call->bc;
     /* MXA_CPU_FUSED=0 keeps the per-block kernel (to test both) */
     const int fused_on = mxa_env_bool("MXA_CPU_FUSED", 1);

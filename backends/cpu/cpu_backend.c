@@ -11,6 +11,7 @@
 
 #include "../../runtime/backend.h"
 #include "../../runtime/env.h"
+#include "../../runtime/mxfp8.h"
 #include "../../runtime/status.h"
 #include "../../runtime/tensor.h"
 #include "cpu_attention.h"
@@ -148,6 +149,17 @@ static mxa_status cpu_quantize(void *impl, const mxa_array *x, mxa_rule rule, ui
     return cpu_quantize_rows(dev->kern, dev->pool, cpu_host(x), x->b * x->h * x->n, x->d, rule, codes, scales);
 }
 
+/* MXFP8 rows by the format core itself (the definition, bit-exact by construction). */
+static mxa_status cpu_quantize_mxfp8(void *impl, const mxa_array *x, uint8_t *codes, uint8_t *scales)
+{
+    (void)impl;
+    const int64_t rows = x->b * x->h * x->n, nblocks = (x->d + MXA_BLOCK - 1) / MXA_BLOCK;
+    const float *src = cpu_host(x);
+    for (int64_t r = 0; r < rows; r++)
+        mxa_mxfp8_quantize_row(src + r * x->d, x->d, codes + r * nblocks * MXA_BLOCK, scales + r * nblocks);
+    return MXA_OK;
+}
+
 static double cpu_now(void)
 {
     struct timespec ts;
@@ -214,7 +226,7 @@ static mxa_status cpu_attention(void *impl, const mxa_attention_call *call, mxa_
 const mxa_backend_ops mxa_cpu_backend = {
     .name = "cpu",
     .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
-              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV,
+              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV | MXA_EXTRA_PV_MXFP8,
     .probe = cpu_probe,
     .release = NULL,
     .open = cpu_open,
@@ -225,4 +237,5 @@ const mxa_backend_ops mxa_cpu_backend = {
     .buffer_download = cpu_buffer_download,
     .quantize = cpu_quantize,
     .attention = cpu_attention,
+    .quantize_mxfp8 = cpu_quantize_mxfp8,
 };

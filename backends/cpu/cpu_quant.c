@@ -11,6 +11,7 @@
 #include "../../runtime/mxfp4.h"
 #include "../../runtime/status.h"
 #include "cpu_quant.h"
+#include "cpu_pv_fp8.h"
 
 #define L CPU_LANES
 
@@ -100,7 +101,9 @@ static void prep_v32(const cpu_prep *p, const float *v, cpu_head_kv *hd, int64_t
         for (int i = 0; i < 32; i++)
             for (int l = 0; l < L; l++) x[i * L + l] = j0 + i < hd->len ? v[(j0 + i) * d + c0 + l] : 0.0f;
         const float *rows = x;
-        if (quant_v) {
+        if (quant_v && p->pv_fp8) {
+            cpu_fp8_fake_quantize_lanes(x, 1, NULL);
+        } else if (quant_v) {
             const cpu_quant_out out = {packed, scale, p->pv_int ? NULL : dec, NULL, NULL, NULL};
             p->kern->quantize(x, 1, p->rule, 0, &out);
             rows = dec;

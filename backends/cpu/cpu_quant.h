@@ -49,6 +49,7 @@ typedef struct cpu_prep {
     cpu_rule rule;
     int64_t b, h, hkv, nq, nk, d, nk_pad;
     int qk_int, pv_int;
+    int pv_fp8;     /* desc.pv_format MXFP8: P and V quantized to MXFP8 and multiplied in fp32 (cpu_pv_fp8.h) */
     int k_rotated;  /* k holds rotated rows already (pre-quantized K/V): rotate q only */
     int fused, bc;  /* fused: the QK fused kernel may run (AVX-512, MXA_CPU_FUSED != 0) */
     int pv_fused;   /* the PV fused kernel may run (also Bc <= CPU_FUSED_MAX_BC) */

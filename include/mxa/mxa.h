@@ -243,6 +243,23 @@ MXA_API mxa_status mxa_quantize(mxa_device *dev, const mxa_tensor *x, mxa_rule r
 MXA_API mxa_status mxa_dequantize(const uint8_t *codes, const uint8_t *scales, int64_t rows,
                                   int64_t cols, float *out);
 
+/* ------------------------------------------------------------ MXFP8 format */
+
+/**
+ * Quantizes `x` (as mxa_quantize) to MXFP8 E4M3 with the OCP floor rule, the
+ * format of MXA_PV_MXFP8, in blocks of 32 along the last axis (a tail is
+ * zero-padded). Output, host memory, row-major over the B*H*N rows:
+ *   codes:  rows x (nblocks * 32) bytes, one per element, sign in bit 7
+ *   scales: rows x nblocks E8M0 bytes.
+ * Bit-exact on every device that has it (MXA_ERR_UNSUPPORTED otherwise).
+ */
+MXA_API mxa_status mxa_quantize_mxfp8(mxa_device *dev, const mxa_tensor *x, uint8_t *codes, uint8_t *scales);
+
+/** Decodes MXFP8 (the layout of mxa_quantize_mxfp8) to float32 rows x cols; a
+ *  0xFF scale decodes to NaN. Pure host function. */
+MXA_API mxa_status mxa_dequantize_mxfp8(const uint8_t *codes, const uint8_t *scales, int64_t rows,
+                                        int64_t cols, float *out);
+
 /* -------------------------------------------------------------- attention */
 
 typedef enum mxa_placement {
@@ -265,10 +282,19 @@ typedef enum mxa_format {
     MXA_FORMAT_NVFP4 = 1
 } mxa_format;
 
+/* The format of P and V in the P V product (mxa_attention_desc.pv_format). MXFP8 is OCP
+ * MXFP8 with E4M3 elements and the floor rule whatever desc->rule says (README, "MXFP8");
+ * Q and K stay MXFP4. Devices or kernel variants without it return MXA_ERR_UNSUPPORTED. */
+typedef enum mxa_pv_format {
+    MXA_PV_MXFP4 = 0, /* the paper's (default): MXFP4 with desc->rule */
+    MXA_PV_MXFP8 = 1  /* MXFP8 E4M3, e = floor(log2 M) - 8 */
+} mxa_pv_format;
+
 typedef enum mxa_recipe {
     MXA_RECIPE_MXATTENTION = 0, /* Hadamard + UOS + PNQ (default) */
     MXA_RECIPE_OCP_DIRECT = 1,  /* OCP rule, no rotation, direct placement */
-    MXA_RECIPE_FP32 = 2         /* no quantization: the accuracy reference */
+    MXA_RECIPE_FP32 = 2,        /* no quantization: the accuracy reference */
+    MXA_RECIPE_MXATTENTION_FP8PV = 3 /* mxattention with P and V in MXFP8 (MXA_PV_MXFP8) */
 } mxa_recipe;
 
 /* mxa_attention_desc.causal: which keys a query row sees (Nq query rows, Nk keys). */
@@ -297,12 +323,13 @@ typedef struct mxa_attention_desc {
                                     (V blocks zero-padded there; bottom-right causal aligns to it) */
     const struct mxa_kv *kv;     /* pre-quantized K and V (mxa_prepare_kv) used instead of k and v,
                                     which are then NULL */
+    mxa_pv_format pv_format;     /* P and V: MXFP4 (default) or MXFP8; MXFP4 format only */
 } mxa_attention_desc;
 
 /** Fills `desc` with a named recipe's switches; scale 0, non-causal, bc 0. */
 MXA_API mxa_status mxa_attention_desc_init(mxa_attention_desc *desc, mxa_recipe recipe);
 
-/** Parses "mxattention", "ocp-direct" or "fp32" into a recipe. */
+/** Parses "mxattention", "ocp-direct", "fp32" or "mxattention-fp8pv" into a recipe. */
 MXA_API mxa_status mxa_recipe_parse(const char *text, mxa_recipe *out);
 
 /** The name of a recipe ("mxattention"). Never NULL. */
