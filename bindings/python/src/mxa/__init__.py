@@ -194,7 +194,7 @@ def _causal(causal):
 
 def attention(q, k, v, recipe="mxattention", device="auto", causal=False, bc=0, scale=None, lse=False,
               reference=False, row_sums=False, bias=None, mask=None, key_lengths=None, info=False, out_dtype=None,
-              **switches):
+              out=None, lse_out=None, **switches):
     """softmax(q k^T * scale) v with an MXFP4 (or NVFP4 / fp32) recipe.
 
     q: [B, H, Nq, D], [H, Nq, D] or [Nq, D]; k, v: the same rank, Hkv dividing H (GQA).
@@ -216,6 +216,8 @@ def attention(q, k, v, recipe="mxattention", device="auto", causal=False, bc=0, 
     reference=True runs the library's reference implementation (needs bc; default 64)
     instead of a device; row_sums=True (reference only) also returns the per-row sum of
     the attention weights the output was built from.
+    out=, lse_out= (DeviceArray inputs): DeviceArrays to write o and lse ([..., Nq, 1]) into
+    instead of new ones (nothing is allocated).
     info=True also returns a dict of what ran: device, variant, bc, kernel_seconds (the
     device's own timing where it has one, else host wall time).
     Returns o, or a tuple (o, lse?, row_sums?, info?) in that order.
@@ -242,9 +244,13 @@ def attention(q, k, v, recipe="mxattention", device="auto", causal=False, bc=0, 
         keep.append(lens)
         desc.key_lengths = lens.ctypes.data_as(ctypes.c_void_p)
     qshape = tuple(shapes[0])
+    lse = lse or lse_out is not None
+    if (out is not None or lse_out is not None) and not on_device:
+        raise Error("out= and lse_out= are DeviceArrays for DeviceArray inputs")
     if on_device:
-        out = DeviceArray(qshape, out_dtype or "float32", device)
-        lse_out = DeviceArray(qshape[:-1] + (1,), "float32", device) if lse else None
+        out = out if out is not None else DeviceArray(qshape, out_dtype or "float32", device)
+        if lse:
+            lse_out = lse_out if lse_out is not None else DeviceArray(qshape[:-1] + (1,), "float32", device)
         to = out.tensor("o")
         tl = lse_out.tensor("lse") if lse else None
     else:

@@ -15,7 +15,7 @@ from . import _native as _n
 from ._arrays import tensor_of, view, _View
 from ._core import Error, check, device, lib, track_buffer
 
-_CODES = {"float32": _n.F32, "float16": _n.F16, "bfloat16": _n.BF16}
+_CODES = {"float32": _n.F32, "float16": _n.F16, "bfloat16": _n.BF16, "bool": _n.BOOL}
 
 
 def dtype_name(dtype):
@@ -28,7 +28,7 @@ def dtype_name(dtype):
     except TypeError:
         pass
     if name not in _CODES:
-        raise Error(f"dtype {dtype}: a device array is float32, float16 or bfloat16")
+        raise Error(f"dtype {dtype}: a device array is float32, float16, bfloat16 (or bool, a mask)")
     return name
 
 
@@ -63,15 +63,16 @@ class Buffer:
 
 
 class DeviceArray:
-    """An array in an mxa device buffer: `shape`, `dtype` (np.float32, np.float16 or the
-    name 'bfloat16'), `device` (the id it lives on, e.g. 'vulkan:0'), `.numpy()`."""
+    """An array in an mxa device buffer: `shape`, `dtype` (np.float32, np.float16, the name
+    'bfloat16', or np.bool_ for a mask), `device` (the id it lives on, e.g. 'vulkan:0'),
+    `.numpy()`."""
 
     def __init__(self, shape, dtype="float32", device="auto", buffer=None, exportable=False):
         self.shape = tuple(int(s) for s in shape)
         name = dtype_name(dtype)
         self.dtype = np.dtype(name) if name != "bfloat16" else "bfloat16"
         self._code = _CODES[name]
-        self.itemsize = 4 if name == "float32" else 2
+        self.itemsize = {"float32": 4, "bool": 1}.get(name, 2)
         self.size = int(np.prod(self.shape, dtype=np.int64))
         self.nbytes = self.size * self.itemsize
         if buffer is None:
@@ -106,7 +107,7 @@ class DeviceArray:
 
     def numpy(self):
         """A host copy: float32 or float16 as stored; bfloat16 widened exactly to float32."""
-        raw = np.empty(self.shape, dtype=np.float32 if self._code == _n.F32 else np.uint16)
+        raw = np.empty(self.shape, dtype={_n.F32: np.float32, _n.BOOL: np.bool_}.get(self._code, np.uint16))
         check(lib.mxa_buffer_download(self.buffer.live(), 0, raw.ctypes.data_as(ctypes.c_void_p), self.nbytes),
               "download")
         if self._code == _n.F16:
