@@ -14,12 +14,12 @@
 /* Every variant MXA_KERNEL may name; each backend's chooser accepts its own
  * (the backends' tests check their names are listed here). */
 static const char *const kernel_names[] = {
-    "scalar", "intdot", "coopmat-khr-i8", "coopmat-khr-f16", "coopmat-khr-i8-smem", "coopmat-khr-f16-smem", /* vulkan */
+    "scalar", "intdot", "coopmat-khr-i8", "coopmat-khr-f16", "coopmat-khr-i8-smem", "coopmat-khr-f16-smem", "coopmat-khr-i8pv", /* vulkan */
     "cl-mma-ptx", "cl-tiled",                                             /* opencl */
     "hip-mfma-fp4", "hip-mfma-i8", "hip-scalar", "mfma-fp4", "mfma-i8",   /* hip (also without "hip-") */
 };
 static const char kernel_list[] = "vulkan: scalar, intdot, coopmat-khr-i8, coopmat-khr-f16, coopmat-khr-i8-smem, "
-                                  "coopmat-khr-f16-smem; "
+                                  "coopmat-khr-f16-smem, coopmat-khr-i8pv; "
                                   "opencl: cl-mma-ptx, cl-tiled; hip: hip-mfma-fp4, hip-mfma-i8, hip-scalar";
 
 #define MAX_WARNED 64

@@ -236,6 +236,7 @@ int vk_khr_fragment_map_on(vk_probe_data *probe, vk_device *on)
     if (found && vk_kernel_available(VK_K_COOPMAT_LAYOUT_KHR_I8) &&
         vk_caps_find_shape(caps, VK_CT_S8, VK_CT_S32, 16, 16, 32)) {
         float *v8 = malloc(VK_LAYOUT_I8_VALUES * sizeof(float));
+        mxa_log(MXA_LOG_DEBUG, "vulkan: measuring the int8 16x32 A fragment map");
         if (v8 && layout_values(probe, &dev, LAYOUT_CACHE "-khr-i8", VK_K_COOPMAT_LAYOUT_KHR_I8, 0, v8, VK_LAYOUT_I8_VALUES))
             (void)vk_khr_fragment_map_decode_i8(v8, caps);
         free(v8);

@@ -11,20 +11,22 @@ layout(local_size_x = 32) in;
 
 layout(std430, binding = 0) writeonly buffer O { float outv[]; };
 
-shared int8_t col8[512];
-shared int8_t row8[512];
+// 4 int8 per word, as the attention kernel's tiles (its loads read int8 matrices from words)
+shared uint col8[128];
+shared uint row8[128];
 
 void main()
 {
     const uint lane = gl_LocalInvocationID.x;
-    for (uint i = lane; i < 512u; i += 32u) {
-        col8[i] = int8_t(i % 32u);
-        row8[i] = int8_t(i / 32u);
+    for (uint w = lane; w < 128u; w += 32u) { // word w: elements 4w..4w+3 of the 16 x 32 row-major matrix
+        const uint e = 4u * w, row = e / 32u, col = e % 32u;
+        col8[w] = col | (col + 1u) << 8 | (col + 2u) << 16 | (col + 3u) << 24;
+        row8[w] = row * 0x01010101u;
     }
     barrier();
     coopmat<int8_t, gl_ScopeSubgroup, 16, 32, gl_MatrixUseA> c, r;
-    coopMatLoad(c, col8, 0u, 32u, gl_CooperativeMatrixLayoutRowMajor);
-    coopMatLoad(r, row8, 0u, 32u, gl_CooperativeMatrixLayoutRowMajor);
+    coopMatLoad(c, col8, 0u, 8u, gl_CooperativeMatrixLayoutRowMajor); // stride: 8 words per row
+    coopMatLoad(r, row8, 0u, 8u, gl_CooperativeMatrixLayoutRowMajor);
     for (int i = 0; i < min(c.length(), 16); i++) {
         outv[lane * 16u + uint(i)] = float(c[i]);
         outv[512u + lane * 16u + uint(i)] = float(r[i]);
