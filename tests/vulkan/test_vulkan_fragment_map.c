@@ -36,6 +36,61 @@ static uint32_t pack(const int *x, int count)
     return p;
 }
 
+/* coopmat_layout_khr_i8.comp's output for int8 16x32 A codes (j, bit 2 row + 8, bit 3
+ * column + 16) per element, the same for every lane. */
+static void synthesize_i8(const int codes[16], float *v)
+{
+    memset(v, 0, sizeof(float) * VK_LAYOUT_I8_VALUES);
+    for (int lane = 0; lane < 32; lane++) {
+        const int g = lane / 4, t = lane % 4;
+        for (int i = 0; i < 16; i++) {
+            v[lane * 16 + i] = (float)(4 * t + (codes[i] & 3) + 16 * (codes[i] >> 3));
+            v[512 + lane * 16 + i] = (float)(g + 8 * ((codes[i] >> 2) & 1));
+        }
+    }
+    v[1024] = 16.0f;
+}
+
+/* NVIDIA's mma.m16n8k32 A order is codes 0..15; another order is kept as measured; anything
+ * else is refused with a reason. */
+static void test_i8_a_map(void **state)
+{
+    (void)state;
+    static float v[VK_LAYOUT_I8_VALUES];
+    vk_caps c;
+    memset(&c, 0, sizeof c);
+    int codes[16];
+    for (int i = 0; i < 16; i++) codes[i] = i;
+    synthesize_i8(codes, v);
+    assert_int_equal(vk_khr_fragment_map_decode_i8(v, &c), 1);
+    assert_int_equal(c.a8_ok, 1);
+    assert_int_equal(c.a8_map[0], 0x76543210u); /* the kernel's defaults */
+    assert_int_equal(c.a8_map[1], 0xFEDCBA98u);
+    for (int i = 0; i < 16; i++) codes[i] = 15 - i;
+    synthesize_i8(codes, v);
+    assert_int_equal(vk_khr_fragment_map_decode_i8(v, &c), 1);
+    assert_int_equal(c.a8_map[0], 0x89ABCDEFu);
+    assert_int_equal(c.a8_map[1], 0x01234567u);
+    /* a lane holding columns 2t.. (an fp16-like layout) */
+    for (int i = 0; i < 16; i++) codes[i] = i;
+    synthesize_i8(codes, v);
+    v[5 * 16 + 0] = 2.0f; /* lane 5 (t = 1) would hold columns 4..7 */
+    c.layout_note[0] = 0;
+    assert_int_equal(vk_khr_fragment_map_decode_i8(v, &c), 0);
+    assert_int_equal(c.a8_ok, 0);
+    assert_non_null(strstr(c.layout_note, "not a quad fragment"));
+    /* a repeated position */
+    synthesize_i8(codes, v);
+    v[3 * 16 + 1] = v[3 * 16 + 0];
+    assert_int_equal(vk_khr_fragment_map_decode_i8(v, &c), 0);
+    /* an element count other than 16 */
+    synthesize_i8(codes, v);
+    v[1024] = 8.0f;
+    c.layout_note[0] = 0;
+    assert_int_equal(vk_khr_fragment_map_decode_i8(v, &c), 0);
+    assert_non_null(strstr(c.layout_note, "not 16"));
+}
+
 static void test_mma_order(void **state)
 {
     (void)state;
@@ -118,6 +173,7 @@ int main(void)
         cmocka_unit_test(test_mma_order),
         cmocka_unit_test(test_different_orders),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_i8_a_map),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
