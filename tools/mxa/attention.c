@@ -16,7 +16,7 @@
 #include "commands.h"
 #include "measure.h"
 
-enum { OPT_Q, OPT_K, OPT_V, OPT_OUT, OPT_RECIPE, OPT_HADAMARD, OPT_RULE, OPT_PLACEMENT, OPT_QUANTIZE, OPT_CAUSAL,
+enum { OPT_Q, OPT_K, OPT_V, OPT_OUT, OPT_RECIPE, OPT_HADAMARD, OPT_RULE, OPT_PLACEMENT, OPT_QUANTIZE, OPT_PV, OPT_CAUSAL,
        OPT_BIAS, OPT_MASK, OPT_KEY_LENGTHS, OPT_SCALE, OPT_BC, OPT_LSE, OPT_DEVICE, OPT_STATS, OPT_COUNT };
 
 typedef struct input {
@@ -169,7 +169,8 @@ static int parse_quantize(const char *text, uint32_t *out)
 /* The recipe, then each flag given overrides its switch. */
 static int build_desc(const cli_option *o, mxa_attention_desc *desc)
 {
-    static const char *const recipes[] = {"mxattention", "ocp-direct", "fp32", NULL};
+    static const char *const recipes[] = {"mxattention", "ocp-direct", "fp32", "mxattention-fp8pv", NULL};
+    static const char *const pv_formats[] = {"mxfp4", "mxfp8", NULL};
     static const char *const onoff[] = {"on", "off", NULL};
     static const char *const placements[] = {"pnq", "direct", NULL};
     static const char *const alignments[] = {"none", "bottom-right", "top-left", NULL};
@@ -191,6 +192,10 @@ static int build_desc(const cli_option *o, mxa_attention_desc *desc)
         desc->placement = choice == 0 ? MXA_PLACEMENT_PNQ : MXA_PLACEMENT_DIRECT;
     }
     if (o[OPT_QUANTIZE].value && (rc = parse_quantize(o[OPT_QUANTIZE].value, &desc->quantize))) return rc;
+    if (o[OPT_PV].value) {
+        if ((rc = cli_choice("--pv", o[OPT_PV].value, pv_formats, &choice))) return rc;
+        desc->pv_format = choice == 1 ? MXA_PV_MXFP8 : MXA_PV_MXFP4;
+    }
     desc->causal = MXA_CAUSAL_NONE;
     if (o[OPT_CAUSAL].value && !*o[OPT_CAUSAL].value) desc->causal = MXA_CAUSAL_BOTTOM_RIGHT; /* the bare flag, as before */
     else if (o[OPT_CAUSAL].value) {
@@ -285,11 +290,12 @@ int cmd_attention(int argc, char **argv)
         [OPT_K] = {"--k", "K.npy", "keys [B, Hkv, Nk, D] (Hkv divides H: grouped-query attention)", NULL},
         [OPT_V] = {"--v", "V.npy", "values, k's shape", NULL},
         [OPT_OUT] = {"--out", "O.npy", "output, float32, q's shape (links followed; /dev/null written in place)", NULL},
-        [OPT_RECIPE] = {"--recipe", "R", "mxattention (default: Hadamard + UOS + PNQ), ocp-direct or fp32", NULL},
+        [OPT_RECIPE] = {"--recipe", "R", "mxattention (default: Hadamard + UOS + PNQ), ocp-direct, fp32 or mxattention-fp8pv (P and V in MXFP8)", NULL},
         [OPT_HADAMARD] = {"--hadamard", "on|off", "rotate Q and K by the Walsh-Hadamard matrix", NULL},
         [OPT_RULE] = {"--rule", "R", "shared-exponent rule: ocp, tfs, uos or q=<x>, x in [6, 8]", NULL},
         [OPT_PLACEMENT] = {"--placement", "pnq|direct", "the row sum adds the quantized P (pnq) or the unquantized P (direct)", NULL},
         [OPT_QUANTIZE] = {"--quantize", "LIST", "what is quantized: a list of qk, v, p, or none", NULL},
+        [OPT_PV] = {"--pv", "mxfp4|mxfp8", "the format of P and V: MXFP4 with --rule, or MXFP8 E4M3 with the OCP floor rule", NULL},
         [OPT_CAUSAL] = {"--causal", "[ALIGN]", "causal mask: bottom-right (also --causal alone: the last row sees every key), top-left (torch's is_causal) or none", NULL},
         [OPT_BIAS] = {"--bias", "B.npy", "additive bias [B|1, H|1, Nq, Nk] (or [H, Nq, Nk], [Nq, Nk]), float32/16/64, added to the scaled scores; -inf hides a key", NULL},
         [OPT_MASK] = {"--mask", "M.npy", "boolean mask, the bias's shapes, bool or uint8: 0 hides key j from row i", NULL},

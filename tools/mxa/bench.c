@@ -639,7 +639,7 @@ int cmd_bench(int argc, char **argv)
         {"--device", "ID", "device: auto (default), cpu, vulkan:0, opencl:0, hip:0", NULL},
         {"--shape", "B,H,N,D", "one shape (default 1,8,4096,128); Nq = Nk = N, H = Hkv", NULL},
         {"--shapes", "PRESET", "issue (4096/128, 4096/64, 16384/128, 4096/128 causal) or small", NULL},
-        {"--recipe", "R", "mxattention (default), ocp-direct or fp32", NULL},
+        {"--recipe", "R", "mxattention (default), ocp-direct, fp32 or mxattention-fp8pv", NULL},
         {"--causal", NULL, "bottom-right causal mask (for --shape)", NULL},
         {"--bc", "N", "key-tile size (default: the device's)", NULL},
         {"--reps", "N", "timed repetitions after a warm-up of at least one call and 1 s (default 5); the median is reported", NULL},
@@ -683,7 +683,7 @@ int cmd_bench(int argc, char **argv)
         count = 1;
     }
     if (options[3].value && mxa_recipe_parse(options[3].value, &recipe) != MXA_OK) {
-        cli_error("bench: unknown --recipe '%s' (mxattention, ocp-direct or fp32)", options[3].value);
+        cli_error("bench: unknown --recipe '%s' (mxattention, ocp-direct, fp32 or mxattention-fp8pv)", options[3].value);
         return CLI_USAGE;
     }
     if (options[5].value && (rc = cli_int("--bc", options[5].value, 32, 4096, 32, &bc))) return rc;

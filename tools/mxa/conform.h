@@ -115,6 +115,7 @@ void conform_case_list_free(conform_case_list *list);
 
 /* Case builders, one per concept file. Each returns 0, or -1 on failure (message printed). */
 int conform_add_quant_cases(conform_case_list *list);
+int conform_add_quant8_cases(conform_case_list *list); /* MXFP8 (conform_quant8.c) */
 int conform_add_attn_cases(conform_case_list *list);
 int conform_add_invariant_cases(conform_case_list *list);
 int conform_add_bad_cases(conform_case_list *list);
@@ -435,6 +436,11 @@ int conform_quant_vector(const conform_case *c, uint64_t seed, conform_quant_dat
  * already divided by 2^e (round to nearest even, saturating at 6). */
 int conform_model_exponent(float max_abs, mxa_rule rule);
 uint8_t conform_model_code(double v);
+/* The same for MXFP8 (conform_quant8.c): floor(log2 M) - 8, the E4M3 code (0..126) of v
+ * divided by 2^e, and the magnitude of a code under exponent e. */
+int conform_model_fp8_exponent(float max_abs);
+uint8_t conform_model_fp8_code(double v);
+double conform_model_fp8_value(int code, int e);
 
 /* mxa_quantize of x on the device against given codes/scales, byte for byte. */
 void conform_quant_vector_check(conform_ctx *ctx, const float *x, int64_t rows, int64_t cols, mxa_rule rule,

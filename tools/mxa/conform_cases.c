@@ -35,7 +35,7 @@ int conform_build_cases(conform_case_list *list, const char *vectors_dir)
 {
     /* External vectors replace the built-in suite: that run is about them. */
     if (vectors_dir) return conform_add_vector_cases(list, vectors_dir);
-    if (conform_add_quant_cases(list) || conform_add_attn_cases(list) || conform_add_invariant_cases(list) ||
+    if (conform_add_quant_cases(list) || conform_add_quant8_cases(list) || conform_add_attn_cases(list) || conform_add_invariant_cases(list) ||
         conform_add_extras_cases(list) || conform_add_bad_cases(list))
         return -1;
     return 0;

@@ -51,7 +51,8 @@ void cli_desc_text(const mxa_attention_desc *desc, char *buf, size_t size)
     cli_quantize_text(desc->quantize, quant, sizeof quant);
     if (desc->scale > 0.0f) snprintf(scale, sizeof scale, "%g", (double)desc->scale);
     else snprintf(scale, sizeof scale, "1/sqrt(D)");
-    snprintf(buf, size, "hadamard %s, rule %s, placement %s, quantize %s, scale %s, causal %s",
+    snprintf(buf, size, "hadamard %s, rule %s, placement %s, quantize %s, scale %s, causal %s%s",
              desc->hadamard ? "on" : "off", rule, desc->placement == MXA_PLACEMENT_PNQ ? "pnq" : "direct", quant, scale,
-             desc->causal == MXA_CAUSAL_TOP_LEFT ? "top-left" : desc->causal ? "on" : "off");
+             desc->causal == MXA_CAUSAL_TOP_LEFT ? "top-left" : desc->causal ? "on" : "off",
+             desc->pv_format == MXA_PV_MXFP8 ? ", pv mxfp8 (e4m3, floor rule)" : "");
 }

@@ -1,7 +1,7 @@
 /*
- * mxa quantize IN.npy --rule R [--dequant OUT.npy] [--codes C.npy --scales S.npy] [--device ID]
+ * mxa quantize IN.npy --rule R [--format mxfp4|mxfp8] [--dequant OUT.npy] [--codes C.npy --scales S.npy] [--device ID]
  *
- * MXFP4 along the last axis of any float32/float16 array of rank >= 1: the
+ * MXFP4 (or MXFP8 E4M3 with the floor rule: one code byte per element) along the last axis of any float32/float16 array of rank >= 1: the
  * leading axes are flattened into rows, giving the tensor [1, 1, rows, last]
  * that mxa_quantize takes. Codes keep the leading shape with the last axis
  * nblocks*16 bytes (element 2k in the low nibble of byte k); scales keep it
@@ -47,9 +47,10 @@ int cmd_quantize(int argc, char **argv)
         {"--scales", "S.npy", "write the E8M0 block scales (uint8 [..., nblocks]); needs --codes", NULL},
         {"--device", "ID", "device: auto (default), cpu, vulkan:0, opencl:0, hip:0", NULL},
         {"--axis", "A", "the block axis: only the last (-1) is supported; transpose first for others", NULL},
+        {"--format", "F", "mxfp4 (default) or mxfp8 (E4M3 codes, one byte each, sign in bit 7; the OCP floor rule, so --rule is ocp or absent)", NULL},
     };
-    cli_spec spec = {"quantize", "IN.npy --rule R [--dequant OUT.npy] [--codes C.npy --scales S.npy] [--device ID] [--axis -1]",
-                     "Quantizes a float32/float16/float64 array (float64 converted to float32 first) of any rank to MXFP4 in blocks of 32 along its last\n"
+    cli_spec spec = {"quantize", "IN.npy --rule R [--format mxfp4|mxfp8] [--dequant OUT.npy] [--codes C.npy --scales S.npy] [--device ID] [--axis -1]",
+                     "Quantizes a float32/float16/float64 array (float64 converted to float32 first) of any rank to MXFP4 (or MXFP8) in blocks of 32 along its last\n"
                      "axis (a tail block is zero-padded) and prints rows, blocks and the NMSE of the\n"
                      "dequantized values. Bit-exact on every device.",
                      options, CLI_COUNT(options), 1, 1, {NULL}, 0};
@@ -59,13 +60,20 @@ int cmd_quantize(int argc, char **argv)
     const char *rule_text = options[0].value, *deq_path = options[1].value, *codes_path = options[2].value,
                *scales_path = options[3].value, *device = options[4].value, *axis_text = options[5].value;
     long axis = -1;
+    static const char *const formats[] = {"mxfp4", "mxfp8", NULL};
+    int fp8 = 0;
+    if (options[6].value && (rc = cli_choice("--format", options[6].value, formats, &fp8))) return rc;
 
-    mxa_rule rule;
-    if (!rule_text) {
+    mxa_rule rule = mxa_rule_ocp();
+    if (!rule_text && !fp8) {
         cli_error("quantize: --rule is required (ocp, tfs, uos or q=<x>)");
         return CLI_USAGE;
     }
-    if ((rc = cli_rule("--rule", rule_text, &rule))) return rc;
+    if (rule_text && (rc = cli_rule("--rule", rule_text, &rule))) return rc;
+    if (fp8 && rule.kind != MXA_RULE_OCP) {
+        cli_error("quantize: --format mxfp8 has the OCP floor rule only (--rule ocp or no --rule), not '%s'", rule_text);
+        return CLI_USAGE;
+    }
     if (axis_text && (rc = cli_int("--axis", axis_text, -NPY_MAX_RANK, NPY_MAX_RANK - 1, 1, &axis))) return rc;
     if (!codes_path != !scales_path) {
         cli_error("quantize: --codes and --scales go together (give both or neither)");
@@ -108,7 +116,8 @@ int cmd_quantize(int argc, char **argv)
         cli_library_error(in_path, st);
         goto out;
     }
-    codes = malloc((size_t)(rows * nblocks * 16));
+    const int64_t code_bytes = nblocks * (fp8 ? MXA_BLOCK : MXA_BLOCK / 2); /* per row */
+    codes = malloc((size_t)(rows * code_bytes));
     scales = malloc((size_t)(rows * nblocks));
     deq = malloc((size_t)in.count * sizeof(float));
     x = cli_to_f32(&in);
@@ -116,11 +125,11 @@ int cmd_quantize(int argc, char **argv)
         cli_error("quantize: out of memory for %s", shape_text);
         goto out;
     }
-    if ((st = mxa_quantize(dev, &t, rule, codes, scales))) {
+    if ((st = fp8 ? mxa_quantize_mxfp8(dev, &t, codes, scales) : mxa_quantize(dev, &t, rule, codes, scales))) {
         cli_library_error("quantize", st);
         goto out;
     }
-    if ((st = mxa_dequantize(codes, scales, rows, cols, deq))) {
+    if ((st = fp8 ? mxa_dequantize_mxfp8(codes, scales, rows, cols, deq) : mxa_dequantize(codes, scales, rows, cols, deq))) {
         cli_library_error("dequantize", st);
         goto out;
     }
@@ -128,7 +137,7 @@ int cmd_quantize(int argc, char **argv)
     int64_t shape[NPY_MAX_RANK];
     memcpy(shape, in.shape, sizeof shape);
     if (codes_path) {
-        shape[in.rank - 1] = nblocks * 16;
+        shape[in.rank - 1] = code_bytes;
         if (cli_outputs_add(&outs, codes_path, NPY_U8, in.rank, shape, codes)) goto out;
         shape[in.rank - 1] = nblocks;
         if (cli_outputs_add(&outs, scales_path, NPY_U8, in.rank, shape, scales)) goto out;
@@ -142,9 +151,9 @@ int cmd_quantize(int argc, char **argv)
     char rule_name[32];
     mxa_device_info_of(dev, &info);
     mxa_rule_name(rule, rule_name, sizeof rule_name);
-    printf("%s: %s%s %s -> %lld rows x %lld blocks of 32 (%lld blocks), rule %s, device %s\n", in_path,
+    printf("%s: %s%s %s -> %lld rows x %lld blocks of 32 (%lld blocks), %srule %s, device %s\n", in_path,
            npy_dtype_name(in.file_dtype), in.file_dtype == NPY_F64 ? " (converted to float32)" : "", shape_text, (long long)rows, (long long)nblocks, (long long)(rows * nblocks),
-           rule_name, info.id);
+           fp8 ? "MXFP8 E4M3, " : "", rule_name, info.id);
     printf("NMSE of the dequantized values: %.4e", nmse);
     if (nonfinite) printf(" (over finite blocks; %lld non-finite blocks have scale 0xFF)", (long long)nonfinite);
     printf("\n");
