@@ -41,6 +41,8 @@ CONFIGS = [
     ("tfs", "TFS (H + TFS + PNQ)", "tfs", {}),
     ("nvfp4_smooth", "NVFP4 + smoothing (direct)", "nvfp4-smooth", {}),
 ]
+# Pairs whose difference in gap closed gets its own paired interval.
+COMPARISONS = [("fp8pv", "mxattention"), ("nvfp4", "mxattention"), ("fp8pv", "nvfp4"), ("mxattention", "wo_pnq")]
 BC = 64  # the key tile (PNQ depends on it); the studies' MiniLM tables used 64 too
 RESAMPLES = 2000
 
@@ -108,6 +110,23 @@ def gap_closed(err, err_ocp, resamples=RESAMPLES, seed=0):
     return float(1.0 - err.sum() / err_ocp.sum()), float(lo), float(hi)
 
 
+def closed_difference(err_a, err_b, err_ocp, resamples=RESAMPLES, seed=0):
+    """(d, lo, hi): closed(a) - closed(b) = (sum err_b - sum err_a) / sum err_ocp, and its
+    paired-bootstrap 95% interval (the resamples of gap_closed: same seed, same texts)."""
+    err_a, err_b, err_ocp = (np.asarray(x, np.float64) for x in (err_a, err_b, err_ocp))
+    idx = np.random.default_rng(seed).integers(0, len(err_a), size=(resamples, len(err_a)))
+    boot = (err_b[idx].sum(axis=1) - err_a[idx].sum(axis=1)) / err_ocp[idx].sum(axis=1)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return float((err_b.sum() - err_a.sum()) / err_ocp.sum()), float(lo), float(hi)
+
+
+def compare(embs, sets, pairs=COMPARISONS):
+    """[(a, b, {set: (d, lo, hi)})] for the pairs whose both configurations ran."""
+    ok = [(a, b) for a, b in pairs if a in embs and b in embs and "skipped" not in embs[a] and "skipped" not in embs[b]]
+    return [(a, b, {n: closed_difference(errors(embs, a, n), errors(embs, b, n), errors(embs, "ocp", n)) for n in sets})
+            for a, b in ok]
+
+
 def summarize(embs, sets, configs=CONFIGS):
     """Per configuration and set: mean and max error, gap closed with its interval."""
     rows = []
@@ -151,10 +170,17 @@ def study(model_name, embed, sets, outdir, meta, configs=CONFIGS):
     outdir = Path(outdir)
     embs = run(embed, sets, outdir, configs)
     rows = summarize(embs, sets, configs)
+    diffs = compare(embs, sets)
     doc = dict(meta, model=model_name, python=sys.version.split()[0], mxa=mxa.version(), attention=device(), bc=BC,
-               resamples=RESAMPLES, sets={n: len(t) for n, t in sets.items()}, rows=rows)
+               resamples=RESAMPLES, sets={n: len(t) for n, t in sets.items()}, rows=rows,
+               differences=[{"a": a, "b": b, **{n: dict(zip(("d", "lo", "hi"), v)) for n, v in d.items()}}
+                            for a, b, d in diffs])
     (outdir / "gap.json").write_text(json.dumps(doc, indent=1))
+    label = {c[0]: c[1] for c in configs}
+    lines = [f"- {label[a]} minus {label[b]}: " + "; ".join(
+        f"{n} {100 * v[0]:+.1f} points [{100 * v[1]:+.1f}, {100 * v[2]:+.1f}]" for n, v in d.items()) for a, b, d in diffs]
     md = (f"{model_name}: " + ", ".join(f"{len(t)} {n}" for n, t in sets.items()) +
-          f"; attention on {device()} (Bc {BC}), mxa {doc['mxa']}, Python {doc['python']}\n\n" + table(rows, sets))
+          f"; attention on {device()} (Bc {BC}), mxa {doc['mxa']}, Python {doc['python']}\n\n" + table(rows, sets) +
+          ("\nDifferences in gap closed (paired 95% intervals):\n\n" + "\n".join(lines) + "\n" if lines else ""))
     (outdir / "gap.md").write_text(md)
     return md

@@ -155,7 +155,7 @@ class ForwardPasses(unittest.TestCase):
     def test_quantized_recipes_change_the_embedding(self):
         m = tiny_mpnet()
         ref = m.forward(TEXT, numpy_attention)
-        for recipe in ("mxattention", "ocp-direct"):
+        for recipe in ("mxattention", "ocp-direct", "mxattention-fp8pv"):
             e = m.forward(TEXT, gap.attention_fn(recipe, {}, "cpu"))
             cos = float(e @ ref)
             self.assertLess(cos, 0.999999, recipe)
@@ -204,6 +204,15 @@ class GapArithmetic(unittest.TestCase):
         self.assertAlmostEqual(closed, 1 - err.sum() / err_ocp.sum())
         self.assertLess(hi - lo, 0.2)
 
+    def test_difference_of_two_configurations(self):
+        rng = np.random.default_rng(4)
+        err_ocp = rng.uniform(0.01, 0.03, 40)
+        err_a, err_b = err_ocp * rng.uniform(0.2, 0.5, 40), err_ocp * rng.uniform(0.5, 0.9, 40)
+        d, lo, hi = gap.closed_difference(err_a, err_b, err_ocp)
+        self.assertAlmostEqual(d, gap.gap_closed(err_a, err_ocp)[0] - gap.gap_closed(err_b, err_ocp)[0])
+        self.assertTrue(0 < lo < d < hi)
+        self.assertEqual(gap.closed_difference(err_a, err_a, err_ocp), (0.0, 0.0, 0.0))
+
     def test_run_caches_and_reports_what_it_cannot_run(self):
         m = tiny_mpnet()
         calls = []
@@ -227,6 +236,8 @@ class GapArithmetic(unittest.TestCase):
             self.assertGreater(rows[2]["a"]["err_mean"], 0.0)
             md = gap.table(rows, sets)
             self.assertIn("| an unknown recipe | not run", md)
+            (a, b, d), = gap.compare(embs, sets, [("mxattention", "ocp"), ("nope", "ocp")])
+            self.assertAlmostEqual(d["a"][0], rows[2]["a"]["closed"])
 
 
 class Texts(unittest.TestCase):
