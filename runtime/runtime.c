@@ -7,6 +7,7 @@
 #include "handles.h"
 #include "log.h"
 #include "runtime_internal.h"
+#include "speed.h"
 #include "status.h"
 #include "text.h"
 
@@ -108,6 +109,11 @@ static void slot_probe(mxa_runtime *rt, mxa_backend_slot *slot)
             if (strcmp(name, "cpu") == 0) snprintf(d->id, sizeof d->id, "cpu");
             else snprintf(d->id, sizeof d->id, "%s:%d", name, i);
             mxa_device_info_sanitize(d); /* names and versions are the driver's bytes */
+            if (!d->score_reason[0])
+                snprintf(d->score_reason, sizeof d->score_reason, "%d: %s", d->score,
+                         strcmp(name, "cpu") == 0 ? "the native CPU backend, unmeasured: below every GPU estimate"
+                                                  : "no estimate");
+            mxa_speed_apply_measured(d); /* mxa_device_measure's cached result, if any (speed.h) */
         }
         mxa_text_sanitize(info->reason); /* may quote a driver's or dlerror's text */
         MXA_LOG_I("backend %s: %s", name, info->present ? "present" : info->reason);

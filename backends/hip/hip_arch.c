@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../../runtime/env.h"
+#include "../../runtime/speed.h"
 #include "../../runtime/status.h"
 #include "hip_arch.h"
 
@@ -75,11 +76,9 @@ static int forced_variant(const char *name, mxa_hip_variant *v)
 
 static void set_choice(mxa_hip_choice *out, mxa_hip_variant v)
 {
-    static const int scores[] = {90, 150, 200}; /* above Vulkan/OpenCL where matrix cores help */
     out->variant = v;
     snprintf(out->name, sizeof out->name, "%s", mxa_hip_variant_name(v));
     out->default_bc = v == MXA_HIP_SCALAR ? 64 : 128;
-    out->score = scores[v];
 }
 
 void mxa_hip_choose(const mxa_hip_arch *arch, int wave_size, mxa_hip_choice *out)
@@ -136,4 +135,10 @@ void mxa_hip_choose_for_call(const mxa_hip_choice *device, const mxa_attention_d
     if (!why) return;
     set_choice(out, MXA_HIP_SCALAR);
     snprintf(out->reason, sizeof out->reason, "%s", why);
+}
+
+void mxa_hip_score(mxa_device_info *info)
+{
+    /* every HIP device is a GPU; an APU (integrated) reports its CUs like a discrete one */
+    mxa_speed_estimate(info, MXA_SPEED_DISCRETE, info->compute_units);
 }

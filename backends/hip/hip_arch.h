@@ -37,7 +37,6 @@ typedef struct mxa_hip_choice {
     char name[48];
     char reason[MXA_REASON_LEN];
     int default_bc;
-    int score;
 } mxa_hip_choice;
 
 /* The variant name ("hip-mfma-fp4", "hip-mfma-i8", "hip-scalar"). */
@@ -52,6 +51,10 @@ void mxa_hip_choose(const mxa_hip_arch *arch, int wave_size, mxa_hip_choice *out
  * one (a quantizer switched off, or bc above what the MFMA tile holds). */
 void mxa_hip_choose_for_call(const mxa_hip_choice *device, const mxa_attention_desc *desc, int bc,
                              mxa_hip_choice *out);
+
+/* info->score and score_reason for "auto" (runtime/speed.h): the estimated attention
+ * throughput of info->variant from its reference rate and info->compute_units. */
+void mxa_hip_score(mxa_device_info *info);
 
 /* Largest key tile the MFMA variants keep in LDS, and the scalar one. */
 #define MXA_HIP_MFMA_MAX_BC 256

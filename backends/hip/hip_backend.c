@@ -73,7 +73,7 @@ mxa_status mxa_hip_probe_device(mxa_hip_api *api, int ordinal, mxa_probed_device
     snprintf(info->variant, sizeof info->variant, "%s", data->choice.name);
     snprintf(info->variant_reason, sizeof info->variant_reason, "%s", data->choice.reason);
     info->default_bc = data->choice.default_bc;
-    info->score = data->choice.score;
+    mxa_hip_score(info);
     mxa_hip_api_retain(api);
     data->api = api;
     data->ordinal = ordinal;

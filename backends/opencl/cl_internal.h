@@ -96,6 +96,8 @@ void mxa_cl_release(mxa_probed_device *devices, int count);
 /* cl_probe.c: fills `out` for one device (probe_data malloc'ed); 0 if the device is unusable. */
 int mxa_cl_describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_name, cl_device_id dev,
                     mxa_probed_device *out);
+/* cl_probe.c: info->score and score_reason of a described device (info->variant chosen). */
+void mxa_cl_score(const cl_device_desc *dd, mxa_device_info *info);
 
 /* cl_device.c */
 mxa_status mxa_cl_open(const mxa_probed_device *device, void **impl);
@@ -145,6 +147,7 @@ typedef struct cl_rule_args {
 } cl_rule_args;
 cl_rule_args mxa_cl_rule_args(mxa_rule rule);
 mxa_status mxa_cl_quantize(void *impl, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);
+mxa_status mxa_cl_quantize_mxfp8(void *impl, const mxa_array *x, uint8_t *codes, uint8_t *scales);
 int mxa_cl_mma_stages(const cl_impl *d, int dim, int bc);
 mxa_status mxa_cl_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info);
 mxa_status mxa_cl_attention_submit(void *impl, const mxa_attention_call *call, mxa_pending *pending);

@@ -11,6 +11,7 @@
 #include "cl_internal.h"
 #include "env.h"
 #include "log.h"
+#include "speed.h"
 #include "status.h"
 #include "text.h"
 
@@ -121,6 +122,19 @@ static void choose_variant(cl_device_desc *dd, mxa_device_info *info)
     snprintf(info->variant, sizeof info->variant, "%s", mxa_cl_variant_names[chosen]);
 }
 
+/* The score for "auto" (runtime/speed.h): the estimated attention throughput of the
+ * chosen variant from its rate on the H200 and the device's compute units (SMs on
+ * NVIDIA); an OpenCL CPU device (PoCL on CI machines) below the native CPU backend. */
+void mxa_cl_score(const cl_device_desc *dd, mxa_device_info *info)
+{
+    if (strcmp(info->variant, "none") == 0)
+        mxa_speed_exclude(info, -100, "no variant runs here");
+    else if (dd->type & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR))
+        mxa_speed_estimate(info, MXA_SPEED_DISCRETE, info->compute_units); /* units always known */
+    else
+        mxa_speed_estimate(info, MXA_SPEED_HOST_CPU, 0);
+}
+
 /* Fills one probed device; returns 0 if the device is unusable (cl_internal.h). */
 int mxa_cl_describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_name, cl_device_id dev,
                     mxa_probed_device *out)
@@ -213,12 +227,7 @@ int mxa_cl_describe(const mxa_cl_api *cl, cl_platform_id plat, const char *plat_
     snprintf(info->capabilities, sizeof info->capabilities, "%s", caps);
     /* the tensor-core kernel runs fastest with 128-key tiles (H200: 45 ms vs 50 ms at 64) */
     info->default_bc = dd->variant == CL_VARIANT_MMA_PTX ? 128 : CL_DEFAULT_BC;
-    /* "auto" order: a GPU beats the native CPU backend (score 0); an OpenCL CPU
-     * device (PoCL on CI machines) must not, so it scores below 0. */
-    if (strcmp(info->variant, "none") == 0) info->score = -100;
-    else if (dd->type & CL_DEVICE_TYPE_GPU) info->score = dd->variant == CL_VARIANT_MMA_PTX ? 120 : 100;
-    else if (dd->type & CL_DEVICE_TYPE_ACCELERATOR) info->score = 50;
-    else info->score = -10;
+    mxa_cl_score(dd, info);
     out->probe_data = dd;
     return 1;
 }

@@ -189,6 +189,9 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
                              vk_enabled *enabled);
 /* The variant and its reason in info, from data (after the layout check). */
 void vk_describe_variant(const vk_probe_data *data, mxa_device_info *info);
+/* info->score and score_reason for "auto" (runtime/speed.h): the estimated throughput of
+ * info->variant on the device `caps` records, with `units` SMs/CUs (0: unknown). */
+void vk_device_score(const vk_caps *caps, uint32_t units, mxa_device_info *info);
 
 /* ---- vk_device.c ---- */
 mxa_status vk_device_open(const vk_probe_data *probe, vk_device **out);
@@ -256,10 +259,10 @@ int vk_khr_fragment_map_on(vk_probe_data *probe, vk_device *dev);
  * coopmat_layout_khr.comp) for the 16 x n accumulator (n = 16 or 8). */
 #define VK_LAYOUT_VALUES 514
 int vk_khr_fragment_map_decode(const float *values, int n, vk_caps *caps);
-/* The same for the int8 16x32 A matrix (coopmat_layout_khr_i8.comp, VK_LAYOUT_I8_VALUES
- * floats): sets caps->a8_ok and a8_map; 0 with the reason appended to the note. */
-#define VK_LAYOUT_I8_VALUES 1025
-int vk_khr_fragment_map_decode_i8(const float *values, vk_caps *caps);
+/* The same for the int8 16x32 A matrix (coopmat_layout_khr_i8.comp's VK_LAYOUT_I8_WORDS
+ * words): sets caps->a8_ok and a8_map; 0 with the reason appended to the note. */
+#define VK_LAYOUT_I8_WORDS 257
+int vk_khr_fragment_map_decode_i8(const uint32_t *words, vk_caps *caps);
 
 /* ---- vk_quantize.c / vk_attention.c ---- */
 mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);

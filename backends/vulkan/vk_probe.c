@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "vk_common.h"
+#include "../../runtime/speed.h"
 #include "../../runtime/status.h"
 
 #define VK_DEFAULT_BC 64
@@ -38,17 +39,15 @@ static void add_cap(char *buf, size_t size, const char *what)
     if (len + strlen(what) + 2 < size) snprintf(buf + len, size - len, "%s%s", len ? " " : "", what);
 }
 
-/* Device score for "auto": a discrete GPU with matrix units first; lavapipe (a
- * CPU device) below mxa's native CPU backend (score 0) so that CI picks the CPU. */
-static int device_score(const vk_probe_data *d)
+/* The score for "auto" (runtime/speed.h): the estimated attention throughput of the
+ * chosen variant from its rate on the H200 and the device's SM/CU count; lavapipe (a CPU
+ * device) below mxa's native CPU backend (score 0) so that CI picks the CPU. */
+void vk_device_score(const vk_caps *caps, uint32_t units, mxa_device_info *info)
 {
-    int coop = (d->caps.flags & MXA_VK_F_COOPMAT_KHR) != 0;
-    switch ((VkPhysicalDeviceType)d->caps.device_type) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return coop ? 100 : 50;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return coop ? 40 : 20;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 10;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return -10;
-    default: return -5;
+    switch ((VkPhysicalDeviceType)caps->device_type) {
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: mxa_speed_estimate(info, MXA_SPEED_HOST_CPU, 0); break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: mxa_speed_estimate(info, MXA_SPEED_INTEGRATED, units); break;
+    default: mxa_speed_estimate(info, MXA_SPEED_DISCRETE, units); break;
     }
 }
 
@@ -192,6 +191,8 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     const int e_khr = has_ext(&ext, MXA_VK_KHR_COOPMAT_NAME);
     const int e_pex = has_ext(&ext, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     const int e_drv = v12 || has_ext(&ext, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+    const int e_sm = has_ext(&ext, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);     /* NVIDIA: the SM count */
+    const int e_amd = has_ext(&ext, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME); /* AMD: the CU count */
     data->has_push_descriptor = has_ext(&ext, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     data->has_external_fd = has_ext(&ext, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
 
@@ -229,6 +230,8 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     VkPhysicalDeviceCooperativeMatrixPropertiesNV p_nv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
     mxa_vk_coopmat_features_khr p_khr = {.sType = MXA_VK_STYPE_COOPMAT_DEVICE_PROPERTIES_KHR}; /* sType, pNext, stages */
     VkPhysicalDeviceDriverProperties p_drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV p_sm = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceShaderCorePropertiesAMD p_amd = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
     tail = &p2;
     append(&tail, &p_id);
     append(&tail, &p_sg);
@@ -237,6 +240,8 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     if (e_nv) append(&tail, &p_nv);
     if (e_khr) append(&tail, &p_khr);
     if (e_drv) append(&tail, &p_drv);
+    if (e_sm) append(&tail, &p_sm);
+    if (e_amd) append(&tail, &p_amd);
     vkGetPhysicalDeviceProperties2(pd, &p2);
 
     memcpy(data->uuid, p_id.deviceUUID, VK_UUID_SIZE);
@@ -320,7 +325,10 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     else
         snprintf(info->driver, sizeof info->driver, "version 0x%x", base.driverVersion);
     info->memory_bytes = device_local;
-    info->compute_units = 0; /* Vulkan does not expose it */
+    /* core Vulkan has no unit count; NVIDIA and AMD extensions do (the speed estimate reads it) */
+    info->compute_units = e_sm ? p_sm.shaderSMCount
+                          : e_amd ? p_amd.shaderEngineCount * p_amd.shaderArraysPerEngineCount * p_amd.computeUnitsPerShaderArray
+                                  : 0;
     info->subgroup_min = info->subgroup_max = p_sg.subgroupSize;
     if (e_sgc && p_sgc.minSubgroupSize) {
         info->subgroup_min = p_sgc.minSubgroupSize;
@@ -359,7 +367,7 @@ mxa_status vk_probe_physical(VkInstance inst, VkPhysicalDevice pd, vk_probe_data
     }
     vk_describe_variant(data, info);
     info->default_bc = VK_DEFAULT_BC;
-    info->score = device_score(data);
+    vk_device_score(&data->caps, info->compute_units, info);
 out:
     free(qf);
     free(ext.props);

@@ -165,7 +165,10 @@ typedef struct mxa_device_info {
     char variant[48];            /* kernel variant that would be chosen */
     char variant_reason[MXA_REASON_LEN];
     int default_bc;              /* key-tile size the chosen variant uses */
-    int score;                   /* higher is preferred by "auto" */
+    int score;                   /* higher is preferred by "auto": attention GFLOP/s, estimated or
+                                    measured (mxa_device_measure); 0 for the CPU backend unless measured;
+                                    negative: never preferred (a CPU device behind a GPU API) */
+    char score_reason[MXA_REASON_LEN]; /* what the score is: the estimate and its basis, or the measurement */
 } mxa_device_info;
 
 /** Number of devices over all present backends. */
@@ -183,6 +186,13 @@ MXA_API void mxa_device_close(mxa_device *dev);
 
 /** Information about an opened device. */
 MXA_API mxa_status mxa_device_info_of(const mxa_device *dev, mxa_device_info *info);
+
+/** Measures the attention throughput of the variant the device runs by default
+ *  (mxattention, B1 H8 D128 on device buffers, N doubled from 256, then H, until one
+ *  call takes 10 ms; the median of 3 calls; about 0.1 to 1 s) and caches it keyed by
+ *  the device, driver and variant: runtimes created later score the device by it for
+ *  "auto" (mxa_device_info.score). `tflops` (may be NULL) receives the result. */
+MXA_API mxa_status mxa_device_measure(mxa_device *dev, double *tflops);
 
 /* ----------------------------------------------------------- device buffers */
 

@@ -822,7 +822,39 @@ def test_probe():
     p = subprocess.run([MXA, "probe", "--json"], capture_output=True, text=True, env=env)
     check(json.loads(p.stdout)["auto"] == "cpu", "MXA_DEVICE=cpu makes auto the CPU")
     vulkan_built = any(b["name"] == "vulkan" and b["built"] for b in doc["backends"])
+    test_probe_why(doc)
     test_probe_profile(vulkan_built)
+
+
+def test_probe_why(doc):
+    """Why auto picks its device: every device by score, best first, with its variant and the
+    score's basis; --measure replaces the CPU's unmeasured 0 by its measured GFLOP/s."""
+    check(all(d["score_reason"] for d in doc["devices"]), "every device says what its score is: %r" % doc["devices"])
+    ranked = sorted(doc["devices"], key=lambda d: -d["score"])
+    why = doc["auto_reason"]
+    check(why.startswith("%s (%s)" % (doc["auto"], [d for d in doc["devices"] if d["id"] == doc["auto"]][0]["variant"])),
+          "auto_reason starts with the device auto opens: %r" % why)
+    at = [why.find(d["id"] + " (") for d in ranked]
+    check(all(a >= 0 for a in at) and at == sorted(at), "auto_reason lists every device by score: %r" % why)
+    check(doc["auto"] == "cpu" or ranked[0]["score"] > 0, "auto is the CPU unless a GPU scores above it")
+    for d in doc["devices"]:  # lavapipe and PoCL are the host CPU: never above the CPU backend
+        if d["backend"] != "cpu" and ("llvmpipe" in d["name"] or "pocl" in d["capabilities"]):
+            check(d["score"] < 0 and "host CPU" in d["score_reason"], "%s stays below the CPU: %r" % (d["id"], d))
+    text = good(["probe"])
+    lines = text.splitlines()
+    auto = [i for i, line in enumerate(lines) if line.startswith("  auto -> ")]
+    check(len(auto) == 1 and lines[auto[0] + 1] == "    why: " + why, "probe text: the why line under auto: %r" % text)
+    cache = path("speed-cache")
+    env = dict(os.environ, MXA_CACHE_DIR=cache, MXA_DISABLE="all")
+    env.pop("MXA_DEVICE", None)
+    p = subprocess.run([MXA, "probe", "--measure", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    check(p.returncode == 0, "probe --measure: exit %d, %r" % (p.returncode, p.stderr))
+    cpu = json.loads(p.stdout)["devices"][0]
+    check(cpu["id"] == "cpu" and cpu["measure"].startswith("measured ") and cpu["score"] > 0 and
+          cpu["score_reason"].startswith("measured "), "probe --measure measures the CPU: %r" % cpu)
+    p = subprocess.run([MXA, "probe"], capture_output=True, text=True, env=env, timeout=60)
+    check("    why: cpu (%s) measured " % cpu["variant"] in p.stdout, "the cached measurement is the score later: %r" % p.stdout)
+    bad(["probe", "--measure", "--profile", "x.json"], "--measure", code=2)
 
 
 def test_probe_profile(vulkan_built):

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "backends/hip/hip_arch.h"
+#include "runtime/speed.h"
 #include "hip_fake_util.h"
 #include "runtime/env.h"
 
@@ -117,14 +118,16 @@ static void test_probe_archs(void **state)
     (void)state;
     static const struct {
         const char *lib, *arch, *variant;
-        int wave, native, coop, score_min;
+        int wave, native, coop, score; /* the estimate (runtime/speed.h) for the fake's 304 CUs */
     } cases[] = {
-        {FAKE_HIP_PATH, "gfx950:sramecc+:xnack-", "hip-mfma-fp4", 64, 1, 1, 150},
-        {FAKE_HIP_PATH, "gfx942:sramecc+:xnack-", "hip-mfma-i8", 64, 0, 1, 121},
-        {FAKE_HIP_OLDPROPS_PATH, "gfx90a:xnack-", "hip-mfma-i8", 64, 0, 1, 121},
-        {FAKE_HIP_PATH, "gfx1100", "hip-scalar", 32, 0, 1, 0},
-        {FAKE_HIP_PATH, "gfx1030", "hip-scalar", 32, 0, 0, 0},
+        {FAKE_HIP_PATH, "gfx950:sramecc+:xnack-", "hip-mfma-fp4", 64, 1, 1, 355588},
+        {FAKE_HIP_PATH, "gfx942:sramecc+:xnack-", "hip-mfma-i8", 64, 0, 1, 355588},
+        {FAKE_HIP_OLDPROPS_PATH, "gfx90a:xnack-", "hip-mfma-i8", 64, 0, 1, 355588},
+        {FAKE_HIP_PATH, "gfx1100", "hip-scalar", 32, 0, 1, 2105},
+        {FAKE_HIP_PATH, "gfx1030", "hip-scalar", 32, 0, 0, 2105},
     };
+    for (int v = MXA_HIP_SCALAR; v <= MXA_HIP_MFMA_FP4; v++) /* each variant has a reference rate */
+        assert_true(mxa_speed_reference_rate(mxa_hip_variant_name((mxa_hip_variant)v)) > 0.0);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         use_fake(cases[i].lib);
         setenv("FAKE_HIP_ARCH", cases[i].arch, 1);
@@ -140,7 +143,8 @@ static void test_probe_archs(void **state)
         assert_string_equal(d.variant, cases[i].variant);
         assert_int_equal((d.caps & MXA_CAP_NATIVE_FP4) != 0, cases[i].native);
         assert_int_equal((d.caps & MXA_CAP_COOPMAT) != 0, cases[i].coop);
-        assert_true(d.score >= cases[i].score_min);
+        assert_int_equal(d.score, cases[i].score);
+        assert_non_null(strstr(d.score_reason, cases[i].variant));
         assert_non_null(strstr(d.capabilities, cases[i].arch)); /* the full gcnArchName reached us */
         assert_int_equal(d.compute_units, 304);
         assert_int_equal(d.subgroup_min, (uint32_t)cases[i].wave);

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "backends/vulkan/vk_common.h"
+#include "runtime/speed.h"
 
 #ifndef MXA_PROFILE_DIR
 #error "MXA_PROFILE_DIR must name tests/vulkan/profiles"
@@ -442,6 +443,44 @@ static void test_missing_toolchain_reason(void **state)
     assert_non_null(strstr(p.reason, "no glslang >= 13 found (test)"));
 }
 
+/* The score "auto" ranks by (runtime/speed.h), on the recorded devices: the H200's
+ * default plan estimates the 244.4 TFLOP/s coopmat-khr-i8 measured there (above the
+ * 154.4 of OpenCL's cl-mma-ptx on the same GPU, issue 18), a smaller GPU scales by its SM
+ * count, and lavapipe (a CPU device) stays below the native CPU backend's 0. */
+static void test_scores(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *profile;
+        uint32_t units;
+        int lo, hi; /* the expected score range */
+    } cases[] = {
+        {"nvidia-h200", 132, 244400, 244400},
+        {"nvidia-h200", 0, 244400, 244400}, /* no SM count: the reference's is assumed */
+        {"nvidia-h200", 66, 122200, 122200},
+        {"radv-rdna3", 96, 1, 200000},
+        {"lavapipe-debian12", 0, -1000, -1},
+    };
+    for (int id = 0; id < VK_V_COUNT; id++) /* a variant without a reference rate would score 1 */
+        if (!(mxa_speed_reference_rate(vk_variant_name((vk_variant_id)id)) > 0.0))
+            fail_msg("%s has no reference rate in runtime/speed.c", vk_variant_name((vk_variant_id)id));
+    const vk_select_opts o = all_built();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vk_caps c;
+        load_profile(cases[i].profile, &c);
+        vk_plan p;
+        vk_select(&c, NULL, &o, &p);
+        mxa_device_info info;
+        memset(&info, 0, sizeof info);
+        snprintf(info.variant, sizeof info.variant, "%s", p.variant);
+        vk_device_score(&c, cases[i].units, &info);
+        if (info.score < cases[i].lo || info.score > cases[i].hi)
+            fail_msg("%s (%u units, %s): score %d outside [%d, %d]: %s", cases[i].profile, cases[i].units, p.variant,
+                     info.score, cases[i].lo, cases[i].hi, info.score_reason);
+        assert_true(info.score_reason[0] != 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -451,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_plans_fit_the_device_limits),
         cmocka_unit_test(test_lavapipe_profile_matches_probe),
         cmocka_unit_test(test_missing_toolchain_reason),
+        cmocka_unit_test(test_scores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

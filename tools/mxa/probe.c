@@ -17,7 +17,9 @@
  *                  "caps": [ "fp16" | "int8" | "int_dot" | "subgroups" | "coopmat" |
  *                            "native_fp4" | "timestamps" | "simd" ],
  *                  "capabilities": str, "variant": str, "variant_reason": str,
- *                  "default_bc": int, "score": int } ],
+ *                  "default_bc": int, "score": int, "score_reason": str,
+ *                  "measure": str (only with --measure: what measuring it did) } ],
+ *   "auto_reason": str,                 why auto picks that device: every device by score
  *   "environment": [ { "name", "value": str | null, "meaning": str } ],
  *                                       every switch mxa reads, its current value
  *   "what_if": [ { "switch": "MXA_CPU_ISA=portable", "device": "cpu", "variant": str,
@@ -25,6 +27,10 @@
  *                                       each variant switch, set alone: what the device would run
  * }
  * Exit status: 0 at least one device is present, 1 none is, 2 an error (or a usage mistake).
+ *
+ * mxa probe --measure: first times a short attention call on every device that auto could
+ * pick (mxa_device_measure, cached per device, driver and variant), so that the scores
+ * printed, and every later "auto", are measurements instead of estimates.
  *
  * mxa probe --profile FILE [--json]: what the Vulkan backend would run on the device a
  * capability profile describes (tests/vulkan/profiles/README.md), selection only: for
@@ -166,16 +172,55 @@ static int what_if_all(const mxa_device_info *devs, int nd, what_if *out, int ma
     return n;
 }
 
+/* Why auto picks what it picks: MXA_DEVICE, or every device by score, best first (ties
+ * in backend order), each with its variant and the score's basis in short. */
+static void auto_why(const mxa_device_info *devs, int nd, char *out, size_t size)
+{
+    const char *env = getenv("MXA_DEVICE");
+    out[0] = 0;
+    if (env && *env && strcmp(env, "auto") != 0) {
+        snprintf(out, size, "MXA_DEVICE=%s", env);
+        return;
+    }
+    int order[64], n = 0; /* 4 backends x 16 devices */
+    for (int i = 0; i < nd && n < CLI_COUNT(order); i++) {
+        int at = n++;
+        while (at > 0 && devs[order[at - 1]].score < devs[i].score) { /* stable: ties keep backend order */
+            order[at] = order[at - 1];
+            at--;
+        }
+        order[at] = i;
+    }
+    size_t len = 0;
+    for (int k = 0; k < n && len < size; k++) {
+        const mxa_device_info *d = &devs[order[k]];
+        /* "estimate 244.4 TFLOP/s: ..." and "measured 240.12 TFLOP/s (...)": up to ':' or " (" */
+        const char *r = d->score_reason;
+        size_t basis = strcspn(r, ":(");
+        while (basis && r[basis - 1] == ' ') basis--;
+        const int speed = strncmp(r, "estimate ", 9) == 0 || strncmp(r, "measured ", 9) == 0;
+        const char *sep = k == 0 ? "" : devs[order[k - 1]].score == d->score ? " = " : " > ";
+        if (speed)
+            len += (size_t)snprintf(out + len, size - len, "%s%s (%s) %.*s", sep, d->id, d->variant, (int)basis, r);
+        else
+            len += (size_t)snprintf(out + len, size - len, "%s%s (%s) score %d", sep, d->id, d->variant, d->score);
+    }
+}
+
 /* ------------------------------------------------------------------ json */
 
-static void print_json(const mxa_backend_info *bis, int nb, const mxa_device_info *devs, int nd, const char *auto_id,
-                       const what_if *wi, int nwi)
+static void print_json(const mxa_backend_info *bis, int nb, const mxa_device_info *devs, char (*measure)[MXA_REASON_LEN],
+                       int nd, const char *auto_id, const what_if *wi, int nwi)
 {
+    char why[1024];
+    auto_why(devs, nd, why, sizeof why);
     printf("{\n  \"version\": ");
     json_string(mxa_version_string());
     printf(",\n  \"auto\": ");
     if (auto_id) json_string(auto_id);
     else printf("null");
+    printf(",\n  ");
+    json_key("auto_reason", why, 0);
     printf(",\n  \"backends\": [");
     for (int i = 0; i < nb; i++) {
         const mxa_backend_info b = bis[i];
@@ -211,7 +256,10 @@ static void print_json(const mxa_backend_info *bis, int nb, const mxa_device_inf
         printf("\n     ");
         json_key("variant", d->variant, 1);
         json_key("variant_reason", d->variant_reason, 1);
-        printf("\"default_bc\": %d, \"score\": %d}", d->default_bc, d->score);
+        printf("\"default_bc\": %d, \"score\": %d, ", d->default_bc, d->score);
+        json_key("score_reason", d->score_reason, measure[i][0] != 0);
+        if (measure[i][0]) json_key("measure", measure[i], 0);
+        printf("}");
     }
     printf("\n  ],\n  \"environment\": [");
     for (int i = 0; i < CLI_COUNT(env_switches); i++) {
@@ -240,8 +288,8 @@ static void print_json(const mxa_backend_info *bis, int nb, const mxa_device_inf
 
 /* ------------------------------------------------------------------ text */
 
-static void print_text(const mxa_backend_info *bis, int nb, const mxa_device_info *devs, int nd, const char *auto_id,
-                       const what_if *wi, int nwi)
+static void print_text(const mxa_backend_info *bis, int nb, const mxa_device_info *devs, char (*measure)[MXA_REASON_LEN],
+                       int nd, const char *auto_id, const what_if *wi, int nwi)
 {
     printf("mxa %s\n\nbackends:\n", mxa_version_string());
     for (int i = 0; i < nb; i++) {
@@ -269,11 +317,16 @@ static void print_text(const mxa_backend_info *bis, int nb, const mxa_device_inf
             printf(" %s %s", cap_names[c].name, (d->caps & cap_names[c].bit) ? "yes" : "no");
         printf("\n    %-16s %s (Bc %d, score %d)\n", "variant", d->variant, d->default_bc, d->score);
         printf("    %-16s %s\n", "why", d->variant_reason);
+        printf("    %-16s %s\n", "score", d->score_reason);
+        if (measure[i][0]) printf("    %-16s %s\n", "measure", measure[i]);
     }
     if (nd) {
         const char *env = getenv("MXA_DEVICE");
+        char why[1024];
+        auto_why(devs, nd, why, sizeof why);
         printf("\n  auto -> %s (%s)\n", auto_id ? auto_id : "(none)",
                env && *env ? "MXA_DEVICE" : "the highest score; MXA_DEVICE overrides");
+        printf("    why: %s\n", why);
     }
 
     printf("\nenvironment (current value; what setting it changes here):\n");
@@ -308,8 +361,45 @@ typedef struct backend_report {
     mxa_backend_info info;
     int device_count, what_if_count;
     mxa_device_info devices[16];
+    char measure[16][MXA_REASON_LEN]; /* --measure: what measuring each device did ("" without) */
     what_if what_ifs[64];
 } backend_report;
+
+/* What the child is asked: the backend, and whether to measure its devices first. */
+typedef struct probe_job {
+    int index;
+    int measure;
+} probe_job;
+
+/* --measure: times every device of this runtime that auto could pick; the notes are by id. */
+static void measure_devices(char ids[16][32], char notes[16][MXA_REASON_LEN], int *count)
+{
+    mxa_runtime *rt = NULL;
+    int nd = 0;
+    *count = 0;
+    if (mxa_runtime_create(NULL, &rt) || mxa_device_count(rt, &nd)) {
+        mxa_runtime_destroy(rt);
+        return;
+    }
+    for (int i = 0; i < nd && *count < 16; i++) {
+        mxa_device_info d;
+        if (mxa_device_get_info(rt, i, &d)) continue;
+        char *note = notes[*count];
+        snprintf(ids[(*count)++], 32, "%s", d.id);
+        if (d.score < 0) {
+            snprintf(note, MXA_REASON_LEN, "not measured: score %d is a policy (auto never picks it)", d.score);
+            continue;
+        }
+        mxa_device *dev = NULL;
+        double tflops = 0.0;
+        if (mxa_device_open(rt, d.id, &dev) == MXA_OK && mxa_device_measure(dev, &tflops) == MXA_OK)
+            snprintf(note, MXA_REASON_LEN, "measured %.3g TFLOP/s now (cached for later runs)", tflops);
+        else
+            snprintf(note, MXA_REASON_LEN, "measurement failed: %.200s", mxa_last_error_message());
+        mxa_device_close(dev);
+    }
+    mxa_runtime_destroy(rt);
+}
 
 /* In the library's order, which "auto" uses to break ties. */
 static const char *const backend_names[] = {"hip", "vulkan", "opencl", "cpu"};
@@ -318,13 +408,16 @@ static const char *const backend_names[] = {"hip", "vulkan", "opencl", "cpu"};
  * runtimes below load nothing else either. */
 static int probe_one(void *arg, int fd)
 {
-    const int index = *(const int *)arg;
-    const char *name = backend_names[index];
-    alarm(120); /* a driver that hangs in its probe is reported, not waited for forever */
+    const probe_job *job = arg;
+    const char *name = backend_names[job->index];
+    alarm(job->measure ? 300 : 120); /* a driver that hangs in its probe is reported, not waited for forever */
     isolate_only_backend(name);
     backend_report *r = calloc(1, sizeof *r);
     mxa_runtime *rt = NULL;
-    int nd = 0, nb = 0, found = 0;
+    int nd = 0, nb = 0, found = 0, measured = 0;
+    char measured_ids[16][32];
+    static char notes[16][MXA_REASON_LEN];
+    if (r && job->measure) measure_devices(measured_ids, notes, &measured);
     if (!r || mxa_runtime_create(NULL, &rt) || mxa_backend_count(rt, &nb)) {
         cli_library_error("probe", MXA_ERR_INTERNAL);
         return PROBE_ERROR;
@@ -337,7 +430,10 @@ static int probe_one(void *arg, int fd)
     }
     for (int i = 0; i < nd && r->device_count < CLI_COUNT(r->devices); i++) {
         mxa_device_info d;
-        if (mxa_device_get_info(rt, i, &d) == MXA_OK && strcmp(d.backend, name) == 0) r->devices[r->device_count++] = d;
+        if (mxa_device_get_info(rt, i, &d) != MXA_OK || strcmp(d.backend, name) != 0) continue;
+        for (int m = 0; m < measured; m++)
+            if (strcmp(measured_ids[m], d.id) == 0) memcpy(r->measure[r->device_count], notes[m], MXA_REASON_LEN);
+        r->devices[r->device_count++] = d;
     }
     mxa_runtime_destroy(rt);
     r->what_if_count = what_if_all(r->devices, r->device_count, r->what_ifs, CLI_COUNT(r->what_ifs));
@@ -347,17 +443,18 @@ static int probe_one(void *arg, int fd)
 }
 
 /* Probes backend `index` in a child; a crash becomes its absence reason. */
-static void probe_isolated(int index, backend_report *r)
+static void probe_isolated(int index, int measure, backend_report *r)
 {
     isolate_result res;
+    probe_job job = {index, measure};
     memset(r, 0, sizeof *r);
-    if (isolate_run(probe_one, &index, &res) == 0 && res.exited && res.code == 0 && res.size == sizeof *r) {
+    if (isolate_run(probe_one, &job, &res) == 0 && res.exited && res.code == 0 && res.size == sizeof *r) {
         memcpy(r, res.data, sizeof *r);
     } else {
         char how[160];
         snprintf(r->info.name, sizeof r->info.name, "%s", backend_names[index]);
         r->info.built = 1;
-        if (res.signal == SIGALRM) snprintf(how, sizeof how, "timed out after 120 s");
+        if (res.signal == SIGALRM) snprintf(how, sizeof how, "timed out after %d s", measure ? 300 : 120);
         else if (!res.exited && res.signal) isolate_describe(&res, how, sizeof how);
         else snprintf(how, sizeof how, "its process ended with status %d", res.code);
         snprintf(r->info.reason, sizeof r->info.reason, "probe %s", how);
@@ -506,11 +603,13 @@ int cmd_probe(int argc, char **argv)
     cli_option options[] = {
         {"--json", NULL, "print JSON (stable keys, documented in tools/mxa/probe.c) instead of text", NULL},
         {"--profile", "FILE", "a Vulkan capability profile (tests/vulkan/profiles): what mxa would run on that device and why; selection only, nothing runs", NULL},
+        {"--measure", NULL, "first time a short attention call (a few hundred ms) on every device auto could pick and cache it per device, driver and variant: the scores, and every later auto, are measured instead of estimated", NULL},
     };
-    cli_spec spec = {"probe", "[--json] [--profile FILE]",
+    cli_spec spec = {"probe", "[--json] [--profile FILE] [--measure]",
                      "Lists every backend this build knows (present, or absent with the reason) and every\n"
                      "device: the capabilities that drive kernel choice, the kernel variant mxa would run and\n"
-                     "why, which device 'auto' picks, and what each environment switch would change here\n"
+                     "why, which device 'auto' picks and why (each device's score: its attention throughput,\n"
+                     "estimated, or measured with --measure), and what each environment switch would change here\n"
                      "(each variant switch is tried in a fresh runtime). Each backend is probed in a child\n"
                      "process of its own, so a driver that crashes while it loads is reported (\"probe\n"
                      "crashed: signal 6 ...\") and the others are still listed. Exit status: 0 at least one\n"
@@ -518,28 +617,36 @@ int cmd_probe(int argc, char **argv)
                      options, CLI_COUNT(options), 0, 0, {NULL}, 0};
     int rc = cli_parse(&spec, argc, argv);
     if (rc) return rc < 0 ? CLI_OK : rc;
+    if (options[1].value && options[2].value) {
+        cli_error("probe: --measure runs devices and --profile describes one that is not here: use one of them");
+        return CLI_USAGE;
+    }
     if (options[1].value) return probe_profile(options[1].value, options[0].value != NULL);
 
     enum { NB = CLI_COUNT(backend_names) };
     backend_report *reports = calloc(NB, sizeof *reports);
     mxa_backend_info bis[NB];
     mxa_device_info *devs = calloc(NB * 16, sizeof *devs);
+    char (*measure)[MXA_REASON_LEN] = calloc(NB * 16, sizeof *measure);
     what_if *wi = calloc(NB * 64, sizeof *wi);
     int nd = 0, nwi = 0;
-    if (!reports || !devs || !wi) {
+    if (!reports || !devs || !measure || !wi) {
         cli_error("probe: out of memory");
         rc = PROBE_ERROR;
         goto out;
     }
     for (int b = 0; b < NB; b++) {
-        probe_isolated(b, &reports[b]);
+        probe_isolated(b, options[2].value != NULL, &reports[b]);
         bis[b] = reports[b].info;
-        for (int i = 0; i < reports[b].device_count; i++) devs[nd++] = reports[b].devices[i];
+        for (int i = 0; i < reports[b].device_count; i++) {
+            memcpy(measure[nd], reports[b].measure[i], sizeof measure[nd]);
+            devs[nd++] = reports[b].devices[i];
+        }
         for (int i = 0; i < reports[b].what_if_count; i++) wi[nwi++] = reports[b].what_ifs[i];
     }
     const char *auto_id = auto_device(devs, nd);
-    if (options[0].value) print_json(bis, NB, devs, nd, auto_id, wi, nwi);
-    else print_text(bis, NB, devs, nd, auto_id, wi, nwi);
+    if (options[0].value) print_json(bis, NB, devs, measure, nd, auto_id, wi, nwi);
+    else print_text(bis, NB, devs, measure, nd, auto_id, wi, nwi);
     if (!nd) {
         cli_error("probe: no device is present");
         rc = CLI_FAIL;
@@ -547,6 +654,7 @@ int cmd_probe(int argc, char **argv)
 out:
     free(reports);
     free(devs);
+    free(measure);
     free(wi);
     return rc;
 }
