@@ -43,3 +43,4 @@ MXA_DEVICE=cpu "$venv/bin/python" -m mxa probe
 MXA_DEVICE=cpu "$venv/bin/python" -m mxa demo
 MXA_TEST_REQUIRE_TORCH=$torch MXA_CLI="${MXA_CLI:-$build/bin/mxa}" \
   "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/tests"
+if [ $torch = 1 ]; then "$venv/bin/python" "$root/examples/python_torch.py"; fi

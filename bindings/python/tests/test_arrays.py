@@ -11,7 +11,7 @@ import pytest
 import mxa
 from mxa import _arrays
 
-from test_mxa import attention_inputs, numpy_attention
+from test_mxa import attention_inputs
 
 
 def devices_with_buffers():

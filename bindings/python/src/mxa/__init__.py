@@ -20,8 +20,8 @@ import numpy as np
 
 from . import _native as _n
 from ._arrays import host_tensor, to_f32 as _to_f32
-from ._core import Error, check as _check, device as _open, device_info as _device_info, lib as _lib, \
-    path as _path, runtime as _rt, text as _text
+from ._core import Error, check as _check, device as _open, lib as _lib, path as _path, runtime as _rt, \
+    text as _text
 from ._device_array import Buffer, DeviceArray, to_device
 
 __all__ = ["Error", "version", "library_path", "backends", "devices", "attention", "quantize", "dequantize",
@@ -54,10 +54,6 @@ def version():
 def library_path():
     """The path libmxa was loaded from."""
     return _path
-
-
-def _text(b):
-    return bytes(b).split(b"\0", 1)[0].decode(errors="replace")
 
 
 def backends():

@@ -17,11 +17,11 @@ into an exported buffer must read back through CUDA on that GPU.
 import collections
 import ctypes
 import os
+import threading
 
 import numpy as np
 import torch
 
-from . import _native as _n
 from . import attention as _mxa_attention
 from ._core import Error, check, device_info, lib, text
 from ._device_array import Buffer, DeviceArray
@@ -106,16 +106,21 @@ class _Exported:
         check(lib.mxa_vulkan_buffer_export_fd(self.buffer.handle, ctypes.byref(fd), ctypes.byref(alloc)), "export")
         md = _MemoryDesc(type=_OPAQUE_FD, size=alloc.value)
         md.handle.fd = fd.value
-        self.ext, self.ptr = ctypes.c_void_p(), ctypes.c_void_p()
+        self.ext, self.ptr, self.raw = ctypes.c_void_p(), ctypes.c_void_p(), None
         with torch.cuda.device(cuda_device):
             try:
                 cudart.call("cudaImportExternalMemory", ctypes.byref(self.ext), ctypes.byref(md))
             except Error:
                 os.close(fd.value)  # CUDA owns the fd only once the import succeeded
+                self.release()
                 raise
-            cudart.call("cudaExternalMemoryGetMappedBuffer", ctypes.byref(self.ptr), self.ext,
-                        ctypes.byref(_BufferDesc(offset=0, size=nbytes)))
-            self.raw = torch.as_tensor(_CudaBytes(self.ptr.value, nbytes), device=cuda_device)
+            try:
+                cudart.call("cudaExternalMemoryGetMappedBuffer", ctypes.byref(self.ptr), self.ext,
+                            ctypes.byref(_BufferDesc(offset=0, size=nbytes)))
+                self.raw = torch.as_tensor(_CudaBytes(self.ptr.value, nbytes), device=cuda_device)
+            except Exception:
+                self.release()
+                raise
 
     def tensor(self, shape, dtype):
         """A torch view of the first bytes as `shape` of `dtype`."""
@@ -138,6 +143,7 @@ class _Exported:
 
 
 _cudart = None
+_lock = threading.Lock()               # one call at a time uses the cached buffers
 _matched = {}                          # (cuda index, device asked) -> Vulkan device id
 _slots = collections.OrderedDict()     # call shape -> {name: _Exported}, most recent last
 
@@ -217,6 +223,11 @@ def _slot(key, specs, cudart, vk_device, cuda_device):
 
 def attention(q, k, v, mask, bias, causal, scale, recipe, device, return_lse, switches):
     """mxa attention of 4-D CUDA tensors on the Vulkan device of their GPU: (out, lse, info)."""
+    with _lock:
+        return _attention(q, k, v, mask, bias, causal, scale, recipe, device, return_lse, switches)
+
+
+def _attention(q, k, v, mask, bias, causal, scale, recipe, device, return_lse, switches):
     cudart = _runtime()
     if device is not None and not str(device).startswith("vulkan"):
         raise Unavailable(f"device '{device}' is not a Vulkan device")
