@@ -140,6 +140,7 @@ static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
     cl_impl *d = r->d;
     const mxa_attention_desc *desc = &r->call->desc;
     const cl_int qk = (desc->quantize & MXA_QUANT_QK) != 0, qv = (desc->quantize & MXA_QUANT_V) != 0;
+    const cl_int fp8 = desc->pv_format == MXA_PV_MXFP8;
     const cl_float norm = desc->hadamard ? mxa_hadamard_norm(r->s.d) : 1.0f;
     cl_program prog = NULL;
     cl_kernel kqk = NULL, kv = NULL;
@@ -163,6 +164,7 @@ static mxa_status prep_float(run *r, cl_mem qp, cl_mem kp, cl_mem vp)
     v_source_args(&a, r);
     mxa_cl_arg(&a, sizeof qv, &qv);
     rule_args(&a, r);
+    mxa_cl_arg(&a, sizeof fp8, &fp8);
     mxa_cl_arg(&a, sizeof vp, &vp);
     const size_t global[3] = {(size_t)r->s.d, (size_t)r->s.nk_pad / 32, (size_t)r->s.b * r->s.hkv};
     st = mxa_cl_launch(d, &a, 3, global, NULL, r->events, &r->nevents, "mxa_prep_v");
@@ -226,6 +228,7 @@ static mxa_status run_tiled(run *r)
         (st = mxa_cl_kernel(d, prog, "mxa_attention_tiled", &k)) || (st = prep_float(r, qp, kp, vp)))
         goto out;
     const cl_int quant_p = (call->desc.quantize & MXA_QUANT_P) != 0, pnq = call->desc.placement == MXA_PLACEMENT_PNQ;
+    const cl_int pv_fp8 = call->desc.pv_format == MXA_PV_MXFP8;
     cl_args a = {d->cl, k, 0, CL_SUCCESS};
     mxa_cl_arg(&a, sizeof qp, &qp);
     mxa_cl_arg(&a, sizeof kp, &kp);
@@ -234,6 +237,7 @@ static mxa_status run_tiled(run *r)
     mxa_cl_arg(&a, sizeof quant_p, &quant_p);
     mxa_cl_arg(&a, sizeof pnq, &pnq);
     rule_args(&a, r);
+    mxa_cl_arg(&a, sizeof pv_fp8, &pv_fp8);
     const size_t global[2] = {128u * (size_t)(r->s.nq_pad / cfg.br), (size_t)r->s.b * r->s.h};
     const size_t local[2] = {128, 1};
     st = mxa_cl_launch(d, &a, 2, global, local, r->events, &r->nevents, "mxa_attention_tiled");
@@ -336,6 +340,7 @@ static const char *mma_unsuitable(const cl_impl *d, const mxa_attention_call *ca
 {
     if (!d->desc.supported[CL_VARIANT_MMA_PTX]) return "not supported by the device";
     if (call->desc.quantize != MXA_QUANT_ALL) return "it needs Q, K, V and P all quantized";
+    if (call->desc.pv_format == MXA_PV_MXFP8) return "its int8 P V takes MXFP4 codes only (an MXFP8 P V runs on cl-tiled)";
     if (call->desc.allow_non_finite) return "non-finite propagation needs the fp32 path";
     if (call->bc != 32 && call->bc != 64 && call->bc != 128) return "it supports bc 32, 64 and 128";
     if (!mxa_cl_mma_stages(d, (int)call->q.d, call->bc)) return "this bc and D do not fit the local memory";

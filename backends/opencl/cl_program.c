@@ -39,8 +39,9 @@ static int family_sources(int family, const char *src[MAX_SOURCES], size_t len[M
 }
 
 /* The kernels each family's program must yield (a cached binary is checked for all of them). */
-static const char *const family_kernels[][6] = {
-    [CL_FAMILY_PREP] = {"mxa_quantize_rows", "mxa_prep_qk", "mxa_prep_v", "mxa_prep_qk_i8", "mxa_prep_v_i8", NULL},
+static const char *const family_kernels[][8] = {
+    [CL_FAMILY_PREP] = {"mxa_quantize_rows", "mxa_quantize_rows_fp8", "mxa_prep_qk", "mxa_prep_v", "mxa_prep_qk_i8",
+                        "mxa_prep_v_i8", NULL},
     [CL_FAMILY_TILED] = {"mxa_attention_tiled", NULL},
     [CL_FAMILY_MMA] = {"mxa_attention_mma", NULL},
 };

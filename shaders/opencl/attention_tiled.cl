@@ -14,6 +14,10 @@
  * accumulator and then added, like the reference, so the scores match it bit
  * for bit; only exp() and the order of the final additions differ.
  *
+ * MXFP8 P V (pv_fp8): P^ in MXFP8 per 32 keys (V^ arrives decoded the same way from
+ * prep.cl); E4M3 products are exact in fp32, their block sums round as the reference
+ * rounds its exact integer sum once (SPEC-like README section "MXFP8").
+ *
  * Compile-time: MXA_D, MXA_BC (key tile), MXA_BR (rows: 32 or 16),
  * MXA_KC / MXA_VC (K rows / V keys staged in local memory at a time), and
  * attention_common.cl's MXA_OUT, MXA_BIAS, MXA_MASK.
@@ -46,7 +50,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void mxa_attention_tiled(__global const float *qp, __global const float *kt, __global const float *vp,
                          __global MXA_OUT_T *o, ulong o_off, __global float *lse, int has_lse, int h, int hkv,
                          int nq, int nk, int nq_pad, int nk_pad, float scale, int causal, MXA_EXTRA_PARAMS,
-                         int quant_p, int pnq, int ceil_rule, uint thr, int pow2_dec)
+                         int quant_p, int pnq, int ceil_rule, uint thr, int pow2_dec, int pv_fp8)
 {
     __local float4 qs4[MXA_D * MXA_BR / 4]; /* Q tile, transposed: [d][row] */
     __local float4 cs4[CHUNK / 4];          /* K rows [kc][key] or V keys [vk][d] */
@@ -172,11 +176,12 @@ void mxa_attention_tiled(__global const float *qp, __global const float *kt, __g
             }
             float sh = st;
             if (quant_p) {
-                const int e = mxa_exponent(pm, ceil_rule, thr, pow2_dec);
+                const int e = pv_fp8 ? mxa_fp8_exponent(pm) : mxa_exponent(pm, ceil_rule, thr, pow2_dec);
                 sh = 0.0f;
                 #pragma unroll
                 for (int k = 0; k < 32; k++) {
-                    const float v = mxa_decode(mxa_e2m1_code(as_uint(sr[k]), e), 0u, e);
+                    const float v = pv_fp8 ? mxa_fp8_decode(mxa_e4m3_code(as_uint(sr[k]), e), 0u, e)
+                                           : mxa_decode(mxa_e2m1_code(as_uint(sr[k]), e), 0u, e);
                     sr[k] = v;
                     sh += v;
                 }

@@ -1,5 +1,6 @@
 /*
- * MXFP4 helpers shared by every OpenCL program (SPEC.md section 1).
+ * MXFP4 helpers shared by every OpenCL program (SPEC.md section 1), and the
+ * MXFP8 (E4M3) ones of an MXFP8 P V (README, "MXFP8") at the end.
  * Exponents and E2M1 codes come from the fp32 bits with integer operations
  * only, so devices that flush subnormals to zero (NVIDIA, PoCL with
  * -cl-denorms-are-zero) still match the reference bit for bit.
@@ -64,5 +65,57 @@ float mxa_decode(uint code, uint sign, int e)
 {
     const float t = (float)mxa_e2m1_twice(code);
     const float v = e >= -125 ? t * mxa_pow2(e - 1) : (t * 0x1p-64f) * mxa_pow2(e + 63);
+    return sign ? -v : v;
+}
+
+/* ------------------------------------------------------------------ MXFP8 */
+
+/* MXFP8 shared exponent floor(log2 M) - 8 of a block maximum with bits `mbits` (finite). */
+int mxa_fp8_exponent(uint mbits)
+{
+    if (mbits == 0u) return 0;
+    const uint biased = mbits >> 23;
+    if (biased == 0u) return -127; /* subnormal maximum: the smallest scale */
+    return max((int)biased - 135, -127);
+}
+
+/* 7-bit E4M3 code of |x| * 2^-e (abits = |x| bits, finite): round to nearest,
+ * ties to even, saturating at 448 (0x7E), from the bits alone. */
+uint mxa_e4m3_code(uint abits, int e)
+{
+    if (abits == 0u) return 0u;
+    int ex = (int)(abits >> 23);
+    uint man = abits & 0x7fffffu;
+    if (ex == 0) { /* subnormal: normalise so the exponent arithmetic stays exact */
+        const int p = 31 - (int)clz(man);
+        man = (man << (23 - p)) & 0x7fffffu;
+        ex = p - 22;
+    }
+    const int ev = ex - 127 - e; /* |x| 2^-e = 1.man x 2^ev */
+    if (ev > 8) return 0x7Eu;
+    if (ev >= -6) { /* normal in E4M3: keep 3 fraction bits */
+        const uint keep = man >> 20, rest = man & 0xfffffu;
+        const uint up = (uint)(rest > 0x80000u || (rest == 0x80000u && (keep & 1u)));
+        return min(((uint)(ev + 7) << 3) + keep + up, 0x7Eu);
+    }
+    const int s = 14 - ev; /* subnormal: multiples of 2^-9, (1.man) 2^ev 2^9 = (2^23 + man) 2^-s */
+    if (s > 24) return 0u;  /* below 2^-10: rounds to 0 */
+    const uint full = 0x800000u | man, q = full >> s, rem = full & ((1u << s) - 1u), tie = 1u << (s - 1);
+    return q + (uint)(rem > tie || (rem == tie && (q & 1u)));
+}
+
+/* The E4M3 magnitude of a 7-bit code times 2^9: an integer below 2^18. */
+float mxa_e4m3_scaled(uint code)
+{
+    const uint ex = code >> 3, m = code & 7u;
+    return (float)(ex == 0u ? m : (8u + m) << (ex - 1u));
+}
+
+/* The decoded MXFP8 value of a code with sign bit `sign` under exponent e, in two
+ * normal factors when 2^(e-9) would be subnormal (as mxa_decode). */
+float mxa_fp8_decode(uint code, uint sign, int e)
+{
+    const float t = mxa_e4m3_scaled(code);
+    const float v = e >= -117 ? t * mxa_pow2(e - 9) : (t * 0x1p-64f) * mxa_pow2(e + 55);
     return sign ? -v : v;
 }

@@ -41,6 +41,35 @@ __kernel void mxa_quantize_rows(__global const float *x, ulong x_off, int rows, 
     }
 }
 
+/* mxa_quantize_mxfp8: one work-item per (block, row); 32 code bytes per block. */
+__kernel void mxa_quantize_rows_fp8(__global const float *x, ulong x_off, int rows, int cols, int nblocks,
+                                    __global uchar *codes, __global uchar *scales)
+{
+    const int blk = get_global_id(0), row = get_global_id(1);
+    if (blk >= nblocks || row >= rows) return;
+    __global const float *src = x + x_off + (size_t)row * cols + blk * 32;
+    const int n = min(32, cols - blk * 32);
+    uint maxbits = 0u;
+    int finite = 1;
+    for (int i = 0; i < n; i++) {
+        const uint a = as_uint(src[i]) & 0x7fffffffu;
+        if (a >= 0x7f800000u) finite = 0;
+        maxbits = max(maxbits, a);
+    }
+    __global uchar *out = codes + ((size_t)row * nblocks + blk) * 32;
+    if (!finite) {
+        for (int i = 0; i < 32; i++) out[i] = 0;
+        scales[(size_t)row * nblocks + blk] = (uchar)MXA_E8M0_NAN;
+        return;
+    }
+    const int e = mxa_fp8_exponent(maxbits);
+    scales[(size_t)row * nblocks + blk] = (uchar)(e + 127);
+    for (int i = 0; i < 32; i++) {
+        const uint bits = i < n ? as_uint(src[i]) : 0u;
+        out[i] = (uchar)((bits >> 31) << 7 | mxa_e4m3_code(bits & 0x7fffffffu, e));
+    }
+}
+
 /*
  * Q/K prep geometry: 32 work-items per row (local id 0 = t), several rows per
  * work-group (local id 1; MXA_QK_ROWS at most, rows * D <= 1024); work-item t
@@ -161,13 +190,13 @@ int mxa_v_keys(__global const int *klen, int has_klen, int hkv, int bh, int n)
 }
 
 /*
- * V: optional MXFP4 along the token axis (blocks of 32 keys per channel).
+ * V: optional MXFP4 (or, with fp8, MXFP8) along the token axis (blocks of 32 keys per channel).
  * One work-item per (channel, key block); global (D, n_pad / 32, B*Hkv).
  * Output [bh][n_pad][D], keys >= n (or the batch's key length) zero.
  */
 __kernel void mxa_prep_v(__global const float *x, ulong x_off, int n, int n_pad, int d,
                          __global const int *klen, int has_klen, int hkv, int quant, int ceil_rule, uint thr,
-                         int pow2_dec, __global float *out)
+                         int pow2_dec, int fp8, __global float *out)
 {
     const int c = get_global_id(0), blk = get_global_id(1), bh = get_global_id(2);
     if (c >= d) return;
@@ -180,12 +209,14 @@ __kernel void mxa_prep_v(__global const float *x, ulong x_off, int n, int n_pad,
     }
     uint m = 0u;
     for (int k = 0; k < len; k++) m = max(m, as_uint(src[(size_t)(j0 + k) * d]) & 0x7fffffffu);
-    const int e = m >= 0x7f800000u ? 0 : mxa_exponent(m, ceil_rule, thr, pow2_dec);
+    const int e = m >= 0x7f800000u ? 0 : fp8 ? mxa_fp8_exponent(m) : mxa_exponent(m, ceil_rule, thr, pow2_dec);
     for (int k = 0; k < 32; k++) {
         float v = 0.0f;
         if (k < len) {
-            const uint bits = as_uint(src[(size_t)(j0 + k) * d]);
-            v = m >= 0x7f800000u ? NAN : mxa_decode(mxa_e2m1_code(bits & 0x7fffffffu, e), bits >> 31, e);
+            const uint bits = as_uint(src[(size_t)(j0 + k) * d]), a = bits & 0x7fffffffu;
+            v = m >= 0x7f800000u ? NAN
+                : fp8             ? mxa_fp8_decode(mxa_e4m3_code(a, e), bits >> 31, e)
+                                  : mxa_decode(mxa_e2m1_code(a, e), bits >> 31, e);
         }
         dst[(size_t)(j0 + k) * d] = v;
     }

@@ -656,6 +656,24 @@ int conform_add_attn_cases(conform_case_list *list)
                 if (add(list, name, (causal && di == 1) ? CF_QUICK : 0, &a, 0)) return -1;
             }
     }
+    /* the MXFP8 P V beyond the ablation cases: tails, many tiles, GQA, sharp and flat P, V = 1 */
+    static const struct { int causal; int64_t b, h, hkv, nq, nk, d; conform_flavour fl; unsigned flags; } fp8[] = {
+        {0, 2, 2, 2, 31, 33, 32, CONFORM_DATA_ATTN, CF_QUICK | CF_VARIANT},
+        {1, 1, 2, 2, 64, 1000, 128, CONFORM_DATA_ATTN, CF_VARIANT},
+        {1, 2, 8, 2, 20, 100, 64, CONFORM_DATA_SHARP, CF_QUICK},
+        {0, 1, 2, 1, 40, 300, 256, CONFORM_DATA_FLAT, 0},
+        {1, 1, 4, 4, 33, 130, 64, CONFORM_DATA_ONES, CF_QUICK},
+    };
+    const int fp8_recipe = conform_recipe_find("mxattention-fp8pv");
+    for (size_t i = 0; fp8_recipe >= 0 && i < sizeof fp8 / sizeof fp8[0]; i++) {
+        memset(&a, 0, sizeof a);
+        a.recipe = fp8_recipe, a.causal = fp8[i].causal, a.b = fp8[i].b, a.h = fp8[i].h, a.hkv = fp8[i].hkv;
+        a.nq = fp8[i].nq, a.nk = fp8[i].nk, a.d = fp8[i].d, a.lse = 1, a.flavour = fp8[i].fl;
+        snprintf(name, sizeof name, "attention/mxattention-fp8pv/%s/b%lld-h%lld-hkv%lld/d%lld/nk%lld",
+                 fp8[i].causal ? "causal" : "noncausal", (long long)a.b, (long long)a.h, (long long)a.hkv, (long long)a.d,
+                 (long long)a.nk);
+        if (add(list, name, fp8[i].flags, &a, 0)) return -1;
+    }
     /* rows whose block exponents lie far apart: without the rotation they stay so */
     static const int wide_recipes[] = {1, 3}; /* ocp-direct, no-rotation */
     for (int i = 0; i < 2; i++)

@@ -116,17 +116,35 @@ static double gam(double n)
 
 static const float e2m1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 
-/* SPEC §1 on n <= 32 values into their decoded values (what the reference holds). -1 when not finite. */
-static int quant_block(const float *x, int n, mxa_rule rule, float *out)
+/* The element format of a quantizer: MXFP4 under the desc's rule, or MXFP8 (E4M3, the
+ * floor rule) for P and V when desc->pv_format says so. Codes are magnitudes, monotonic. */
+static int fmt_exponent(int fp8, float max_abs, mxa_rule rule)
+{
+    return fp8 ? conform_model_fp8_exponent(max_abs) : conform_model_exponent(max_abs, rule);
+}
+
+static int fmt_code(int fp8, double v)
+{
+    return fp8 ? conform_model_fp8_code(v) : conform_model_code(v);
+}
+
+static double fmt_value(int fp8, int code, int e)
+{
+    return fp8 ? conform_model_fp8_value(code, e) : ldexp((double)e2m1[code], e);
+}
+
+/* SPEC §1 (or MXFP8) on n <= 32 values into their decoded values (what the reference
+ * holds). -1 when not finite. */
+static int quant_block(const float *x, int n, mxa_rule rule, int fp8, float *out)
 {
     float m = 0.0f;
     for (int i = 0; i < n; i++) {
         if (!isfinite(x[i])) return -1;
         if (fabsf(x[i]) > m) m = fabsf(x[i]);
     }
-    const int e = conform_model_exponent(m, rule);
+    const int e = fmt_exponent(fp8, m, rule);
     for (int i = 0; i < n; i++) {
-        const float v = ldexpf(e2m1[conform_model_code(ldexp(fabs((double)x[i]), -e))], e);
+        const float v = (float)fmt_value(fp8, fmt_code(fp8, ldexp(fabs((double)x[i]), -e)), e);
         if (!isfinite(v)) return -1;
         out[i] = signbit(x[i]) ? -v : v;
     }
@@ -145,6 +163,7 @@ typedef struct trace {
     const mxa_attention_desc *desc;
     const conform_problem *p;
     int bc, qk, qv, qp, pnq;
+    int fp8;      /* P and V in MXFP8 (desc->pv_format) */
     float scale;
     mxa_dtype out_dtype;
     /* the prepared heads: query head (b, h), whose batch has nk keys (its key length) */
@@ -188,6 +207,7 @@ static int trace_init(trace *t, const mxa_attention_desc *desc, int bc, mxa_dtyp
     t->qv = (desc->quantize & MXA_QUANT_V) != 0;
     t->qp = (desc->quantize & MXA_QUANT_P) != 0;
     t->pnq = desc->placement == MXA_PLACEMENT_PNQ;
+    t->fp8 = desc->pv_format == MXA_PV_MXFP8;
     t->scale = desc->scale > 0.0f ? desc->scale : (float)(1.0 / sqrt((double)p->d));
     t->qh = t->kvh = -1;
     if (desc->format != MXA_FORMAT_MXFP4) return *why = "not MXFP4", -1;
@@ -224,7 +244,7 @@ static int prep_rows(const trace *t, const float *src, int64_t n, float *dst, do
         if (t->desc->hadamard) an_hadamard(y, (int)d); /* SPEC §2.1 in the library's fp32 order */
         if (t->qk)
             for (int64_t b = 0; b < d; b += 32)
-                if (quant_block(y + b, 32, t->desc->rule, y + b)) return -1;
+                if (quant_block(y + b, 32, t->desc->rule, 0, y + b)) return -1;
         rot[r] = 0.0;
         for (int64_t c = 0; c < d; c++) {
             if (!isfinite(y[c])) return -1;
@@ -254,7 +274,8 @@ static int trace_head(trace *t, int64_t b, int64_t h)
             for (int64_t j = 0; j < nk; j++) t->col[j] = v[j * d + c];
             if (t->qv)
                 for (int64_t j0 = 0; j0 < nk; j0 += 32)
-                    if (quant_block(t->col + j0, (int)(nk - j0 < 32 ? nk - j0 : 32), t->desc->rule, t->colq + j0)) return -1;
+                    if (quant_block(t->col + j0, (int)(nk - j0 < 32 ? nk - j0 : 32), t->desc->rule, t->fp8, t->colq + j0))
+                        return -1;
             for (int64_t j = 0; j < nk; j++) {
                 const float x = t->qv ? t->colq[j] : t->col[j];
                 if (!isfinite(x)) return -1;
@@ -360,7 +381,7 @@ static int trace_row(trace *t, int64_t i)
         for (int64_t b0 = j0; b0 < j0 + len; b0 += 32) {
             const int n = (int)(j0 + len - b0 < 32 ? j0 + len - b0 : 32);
             if (!t->qp) memcpy(t->ph + b0, t->pt + b0, (size_t)n * 4);
-            else if (quant_block(t->pt + b0, n, t->desc->rule, t->ph + b0)) return -1;
+            else if (quant_block(t->pt + b0, n, t->desc->rule, t->fp8, t->ph + b0)) return -1;
         }
         float sum_hat = 0.0f;
         for (int64_t j = j0; j < j0 + len; j++) sum_hat += t->ph[j];
@@ -490,9 +511,9 @@ static float float_up(double x)
     return (double)f < x ? nextafterf(f, INFINITY) : f;
 }
 
-static double q_at(double x, int e)
+static double q_at(int fp8, double x, int e)
 {
-    return ldexp((double)e2m1[conform_model_code(ldexp(x, -e))], e);
+    return fmt_value(fp8, fmt_code(fp8, ldexp(x, -e)), e);
 }
 
 /* The most a unit's option can move element c (absolute). */
@@ -549,14 +570,14 @@ static int find_flips(const trace *t, int64_t i, flips *f)
                 mlo = fmax(mlo, lo[k]), mhi = fmax(mhi, hi[k]);
                 if (t->pt[j] > mref) mref = t->pt[j];
             }
-            const int eref = conform_model_exponent(mref, rule);
-            const int elo = conform_model_exponent(float_down(mlo), rule), ehi = conform_model_exponent(float_up(mhi), rule);
+            const int eref = fmt_exponent(t->fp8, mref, rule);
+            const int elo = fmt_exponent(t->fp8, float_down(mlo), rule), ehi = fmt_exponent(t->fp8, float_up(mhi), rule);
             /* a code away within the block's own scale */
             for (int k = 0; k < n; k++) {
                 const int64_t j = b0 + k;
                 if (lo[k] == hi[k]) continue;
-                const int cref = conform_model_code(ldexp((double)t->pt[j], -eref));
-                const int clo = conform_model_code(ldexp(lo[k], -eref)), chi = conform_model_code(ldexp(hi[k], -eref));
+                const int cref = fmt_code(t->fp8, ldexp((double)t->pt[j], -eref));
+                const int clo = fmt_code(t->fp8, ldexp(lo[k], -eref)), chi = fmt_code(t->fp8, ldexp(hi[k], -eref));
                 if (clo == chi) continue;
                 flip_unit u;
                 memset(&u, 0, sizeof u);
@@ -564,7 +585,7 @@ static int find_flips(const trace *t, int64_t i, flips *f)
                     if (code == cref) continue;
                     flip_opt *o = &u.opt[u.nopt++];
                     o->key0 = j, o->n = 1;
-                    o->dp[0] = ldexp((double)e2m1[code], eref) - (double)t->ph[j];
+                    o->dp[0] = fmt_value(t->fp8, code, eref) - (double)t->ph[j];
                     o->code_from = cref, o->code_to = code, o->exp_from = o->exp_to = eref;
                 }
                 f->candidates++;
@@ -579,7 +600,7 @@ static int find_flips(const trace *t, int64_t i, flips *f)
                     if (e == eref) continue;
                     flip_opt *o = &u.opt[u.nopt++];
                     o->key0 = b0, o->n = n;
-                    for (int k = 0; k < n; k++) o->dp[k] = q_at((double)t->pt[b0 + k], e) - (double)t->ph[b0 + k];
+                    for (int k = 0; k < n; k++) o->dp[k] = q_at(t->fp8, (double)t->pt[b0 + k], e) - (double)t->ph[b0 + k];
                     o->exp_from = eref, o->exp_to = e, o->code_from = o->code_to = -1;
                 }
                 f->candidates++;
@@ -700,8 +721,8 @@ static void describe_flips(const trace *t, const flips *f, const side_fit *s, ch
                          (long long)(o->key0 + o->n - 1), o->exp_from, o->exp_to);
         else
             n = snprintf(buf + at, size - at, "%skey %lld P~ %.7g P^ %g->%g", at ? ", " : "", (long long)o->key0,
-                         (double)t->pt[o->key0], ldexp((double)e2m1[o->code_from], o->exp_from),
-                         ldexp((double)e2m1[o->code_to], o->exp_to));
+                         (double)t->pt[o->key0], fmt_value(t->fp8, o->code_from, o->exp_from),
+                         fmt_value(t->fp8, o->code_to, o->exp_to));
         if (n < 0) break;
         at += (size_t)n < size - at ? (size_t)n : size - at - 1;
     }

@@ -83,6 +83,9 @@ const conform_recipe conform_recipes[] = {
     {"p-only-direct", "only P quantized, direct placement", MXA_RECIPE_MXATTENTION, -1, MXA_PLACEMENT_DIRECT,
      MXA_QUANT_P, NULL, 0},
     {"rot-fp32", "rotation on, every quantizer off (= fp32 to rounding)", MXA_RECIPE_MXATTENTION, -1, -1, 0, NULL, 0},
+    /* last, so the indices above stay: P and V in MXFP8 (issue 20); devices without it say unsupported */
+    {"mxattention-fp8pv", "mxattention with P and V in MXFP8 E4M3 (floor rule)", MXA_RECIPE_MXATTENTION_FP8PV, -1, -1,
+     KEEP_Q, NULL, 0},
 };
 const int conform_recipe_count = (int)(sizeof conform_recipes / sizeof conform_recipes[0]);
 
@@ -109,12 +112,12 @@ void conform_desc_string(const mxa_attention_desc *desc, char *buf, size_t size)
 {
     char rule[32] = "?";
     mxa_rule_name(desc->rule, rule, sizeof rule);
-    snprintf(buf, size, "rot=%d rule=%s place=%s quant=%s%s%s%s causal=%d", desc->hadamard, rule,
+    snprintf(buf, size, "rot=%d rule=%s place=%s quant=%s%s%s%s%s causal=%d", desc->hadamard, rule,
              desc->placement == MXA_PLACEMENT_PNQ ? "pnq" : "direct", desc->quantize ? "" : "none",
              (desc->quantize & MXA_QUANT_QK) ? "qk" : "",
              (desc->quantize & MXA_QUANT_V) ? ((desc->quantize & MXA_QUANT_QK) ? ",v" : "v") : "",
              (desc->quantize & MXA_QUANT_P) ? ((desc->quantize & (MXA_QUANT_QK | MXA_QUANT_V)) ? ",p" : "p") : "",
-             desc->causal);
+             desc->pv_format == MXA_PV_MXFP8 ? " pv=mxfp8" : "", desc->causal);
 }
 
 /* --------------------------------------------------------------- results */
