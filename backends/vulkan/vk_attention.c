@@ -45,7 +45,8 @@ void vk_plan_call(const vk_probe_data *probe, const mxa_attention_call *call, vk
     if (call) {
         sc.d = call->q.d;
         sc.bc = call->bc;
-        sc.quantize_all = call->desc.quantize == MXA_QUANT_ALL;
+        /* every tensor in MXFP4: an MXFP8 P V (only the scalar kernel has it) makes the int8 and fp16 kernels step aside */
+        sc.quantize_all = call->desc.quantize == MXA_QUANT_ALL && call->desc.pv_format == MXA_PV_MXFP4;
     }
     vk_select(&probe->caps, call ? &sc : NULL, &opts, plan);
 }
@@ -200,6 +201,7 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     }
     uint32_t kind, t;
     vk_rule_params(desc->rule, &kind, &t);
+    const uint32_t pv_kind = desc->pv_format == MXA_PV_MXFP8 ? 2u : kind; /* P and V: kind 2 is MXFP8 (mxfp4.glsl) */
     const uint32_t qk = (desc->quantize & MXA_QUANT_QK) != 0, qv = (desc->quantize & MXA_QUANT_V) != 0;
     const uint32_t qpq = (desc->quantize & MXA_QUANT_P) != 0, pnq = desc->placement == MXA_PLACEMENT_PNQ;
     struct {
@@ -212,7 +214,7 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     struct {
         uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose, hkv;
     } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, vk_elem_offset(dev, cb->in[IN_V], cb->in_off[IN_V]),
-            qv, kind, t, 1, (uint32_t)kern.v_transposed, (uint32_t)hkv};
+            qv, pv_kind, t, 1, (uint32_t)kern.v_transposed, (uint32_t)hkv};
     int32_t spec_d[VK_SPEC_COUNT] = {(int32_t)d};
     if (call->key_lengths && (st = vk_batch_update(batch, &w[W_KEYLEN], call->key_lengths, b * 4))) return st;
     /* the prep kernels write the padding rows/tokens as zeros themselves; the V column
@@ -270,7 +272,7 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
             float scale;
             uint32_t lse_offset, bias_offset, bias_sb, bias_sh, mask_offset, mask_sb, mask_sh;
         } pa = {(uint32_t)h, (uint32_t)hkv, (uint32_t)nq, (uint32_t)nk, (uint32_t)nk_pad, ooff, (uint32_t)desc->causal,
-                qpq, pnq, kind, t, (uint32_t)(b * h * nq), desc->scale, loff, bias_off, bias_sb, bias_sh, mask_off,
+                qpq, pnq, pv_kind, t, (uint32_t)(b * h * nq), desc->scale, loff, bias_off, bias_sb, bias_sh, mask_off,
                 mask_sb, mask_sh};
         int32_t spec[VK_SPEC_COUNT] = {(int32_t)d, call->bc};
         spec[13] = (int32_t)extras;

@@ -111,6 +111,11 @@ static mxa_status vkb_quantize(void *impl, const mxa_array *x, mxa_rule rule, ui
     return vk_quantize((vk_device *)impl, x, rule, codes, scales);
 }
 
+static mxa_status vkb_quantize_mxfp8(void *impl, const mxa_array *x, uint8_t *codes, uint8_t *scales)
+{
+    return vk_quantize_mxfp8((vk_device *)impl, x, codes, scales);
+}
+
 static mxa_status vkb_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info)
 {
     return vk_attention((vk_device *)impl, call, info);
@@ -130,7 +135,7 @@ static void vkb_attention_wait(void *impl, mxa_pending *pending)
 const mxa_backend_ops mxa_vulkan_backend = {
     .name = "vulkan",
     .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
-              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV,
+              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV | MXA_EXTRA_PV_MXFP8,
     .probe = vkb_probe,
     .release = vkb_release,
     .open = vkb_open,
@@ -143,4 +148,5 @@ const mxa_backend_ops mxa_vulkan_backend = {
     .attention = vkb_attention,
     .attention_submit = vkb_attention_submit,
     .attention_wait = vkb_attention_wait,
+    .quantize_mxfp8 = vkb_quantize_mxfp8,
 };

@@ -266,6 +266,7 @@ int vk_khr_fragment_map_decode_i8(const uint32_t *words, vk_caps *caps);
 
 /* ---- vk_quantize.c / vk_attention.c ---- */
 mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);
+mxa_status vk_quantize_mxfp8(vk_device *dev, const mxa_array *x, uint8_t *codes, uint8_t *scales);
 mxa_status vk_attention(vk_device *dev, const mxa_attention_call *call, mxa_attention_info *info);
 /* Submits attention without waiting: vk_complete_inflight (called by every later use of
  * the device) fills `pending`. */

@@ -7,7 +7,8 @@
 // sums follow the reference's order. Private arrays stay tiny (lavapipe runs compute
 // shaders on small coroutine stacks). Bias, mask and key lengths (extras.glsl) enter where
 // the reference takes them: a row walks only its batch's L_b keys, in the same tiles as a
-// call with Nk = L_b.
+// call with Nk = L_b. kind 2 (an MXFP8 P V): P^ in MXFP8 per 32 keys, V arrives decoded
+// from prep_v in MXFP8 too; E4M3 products are exact in fp32.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 64) in;
 #include "mxfp4.glsl"
@@ -90,7 +91,7 @@ void main()
                     uint maxbits = 0u;
                     for (int j = blk * 32; j < end; j++) maxbits = max(maxbits, floatBitsToUint(sp[j]));
                     const int e = mx_exponent(maxbits, pc.kind, pc.t);
-                    for (int j = blk * 32; j < end; j++) sp[j] = ldexp(mx_round(floatBitsToUint(sp[j]), e), e);
+                    for (int j = blk * 32; j < end; j++) sp[j] = ldexp(mx_round_kind(floatBitsToUint(sp[j]), e, pc.kind), e);
                 }
                 barrier();
             }

@@ -1,6 +1,8 @@
 // MXFP4 quantization of SPEC §1 from fp32 bits, built so that the result does not depend
 // on a device's denormal or ldexp behaviour (bit-exact with runtime/mxfp4.c). The rule
 // arrives as kind (0 OCP, 1 ceiling) and t = q * 2^21, an integer for every q in [6, 8].
+// kind 2 is MXFP8 (E4M3 elements, e = floor(log2 M) - 8: runtime/mxfp8.c), the format of
+// an MXFP8 P V: mx_exponent takes it, mx_round_kind and mx_code8 round to E4M3.
 
 // Shared exponent of a block whose largest magnitude has bits `maxbits` (finite).
 // Selects, not branches: inside the attention loop a branch per call costs a divergence
@@ -11,7 +13,7 @@ int mx_exponent(uint maxbits, uint kind, uint t)
     const uint m = (maxbits & 0x7fffffu) | 0x800000u; // mantissa m * 2^23
     // OCP: floor(log2 M) - 2; ceiling rule: one less when 8m <= q, one more when 4m > q
     const int adj = kind == 1u ? (2u * m <= t ? -1 : (m > t ? 1 : 0)) : 0;
-    const int e = clamp(int(biased) - 129 + adj, -127, 127);
+    const int e = clamp(int(biased) - (kind == 2u ? 135 : 129) + adj, -127, 127);
     return maxbits == 0u ? 0 : (biased == 0u ? -127 : e); // -127: a subnormal maximum
 }
 
@@ -64,4 +66,36 @@ float mx_quantize_p(float p, uint exb, float sat)
     precise float x = fma(c, 4194304.0, pm);
     precise float r = fma(c, -4194304.0, x);
     return r;
+}
+
+// ------------------------------------------------------------------------------- MXFP8
+
+// |x| * 2^-e rounded to E4M3 (RNE, saturating at 448), |x| as bits with the sign cleared:
+// the magnitude. w = |x| 2^-e is formed exactly as in mx_round; adding c = 2^(max(binade(w),
+// -6) + 20) leaves the E4M3 step at w (2^(binade - 3), and 2^-9 below 2^-6) as fp32's unit in
+// the last place, so fp32's addition rounds to it, ties to the even multiple: the even code.
+float mx_round8(uint absbits, int e)
+{
+    const bool sub = absbits < 0x800000u;
+    const uint y = sub ? floatBitsToUint(float(absbits)) : absbits;
+    const int wb = int(y >> 23) - (sub ? 149 : 0) - e; // biased exponent of w
+    // wb < 1: w < 2^-126 rounds to 0; wb > 140: w >= 2^13 saturates
+    const float w = uintBitsToFloat(uint(clamp(wb, 1, 140)) << 23 | (y & 0x7fffffu));
+    const float c = uintBitsToFloat(uint(max(int(floatBitsToUint(w) >> 23), 121) + 20) << 23);
+    precise float r = (w + c) - c;
+    return wb < 1 ? 0.0 : min(r, 448.0);
+}
+
+// The magnitude of |x| under exponent e in the format of `kind` (2: E4M3, else E2M1).
+float mx_round_kind(uint absbits, int e, uint kind)
+{
+    return kind == 2u ? mx_round8(absbits, e) : mx_round(absbits, e);
+}
+
+// 7-bit E4M3 code of |x| (bits, sign cleared) under exponent e.
+uint mx_code8(uint absbits, int e)
+{
+    const float r = mx_round8(absbits, e);
+    const uint rb = floatBitsToUint(r); // r >= 2^-6: (binade + 7) << 3 | the top 3 mantissa bits
+    return r < 0.015625 ? uint(r * 512.0) : ((rb >> 23) - 120u) << 3 | (rb >> 20 & 7u);
 }

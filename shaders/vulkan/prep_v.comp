@@ -4,7 +4,7 @@
 // tokens n..n_pad-1 are written as zero padding, so no buffer needs clearing first.
 // Output row-major [heads, n_pad, D], like V, or with `transpose` V^T [heads, D, n_pad]
 // (the register coopmat kernel's layout).
-//   default:   fp32 decoded values (the scalar kernel's input)
+//   default:   fp32 decoded values (the scalar kernel's input); kind 2: MXFP8 (an MXFP8 P V)
 //   OUT_F16:   fp16 values divided by 2^E, E the column's largest block exponent, and
 //              colscale[head, c] = 2^E: exact in fp16 whatever the absolute scale, for
 //              blocks within 23 binades of E (as in prep_qk.comp).
@@ -56,7 +56,7 @@ layout(push_constant) uniform P {
 float prepared(uint b, int e, int emax)
 {
     if (pc.quant == 0u) return uintBitsToFloat(b);
-    const float m = mx_round(b & 0x7fffffffu, e);
+    const float m = mx_round_kind(b & 0x7fffffffu, e, pc.kind);
 #ifdef OUT_F16
     return ldexp((b >> 31) != 0u ? -m : m, e - emax); // scaled in one step: no fp32 underflow
 #else
