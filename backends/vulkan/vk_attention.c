@@ -259,7 +259,6 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
                                      (int32_t)plan->pv_shape.n, (int32_t)plan->pv_shape.k, (int32_t)plan->s_map,
                                      (int32_t)plan->o_map, (int32_t)plan->a_map};
             memcpy(spec + 4, rest, sizeof rest);
-            if (plan->id == VK_V_KHR_I8PV) spec[14] = (int32_t)plan->a8_map[0], spec[15] = (int32_t)plan->a8_map[1];
         }
         spec[13] = (int32_t)extras;
         const vk_buffer *ba[12] = {&w[W_QP], &w[W_KP], &w[W_VP], &w[W_QS], &w[W_KS], &w[W_VS],

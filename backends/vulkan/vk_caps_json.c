@@ -585,7 +585,6 @@ static int read_caps(jp *p, vk_caps *caps)
         return fail(p, "true but \"features\" lacks \"int_dot\"");
     }
     caps->quad_ok[0] = caps->quad_ok[1] = layout == 1;
-    caps->a8_ok = layout == 1; /* the int8 A matrix of the same tensor-core fragments */
     if (!caps->layout_note[0])
         snprintf(caps->layout_note, sizeof caps->layout_note, "%s",
                  layout == 1   ? "profile: quad fragment layout (measured)"

@@ -97,12 +97,11 @@ typedef enum vk_kernel {
     VK_K_DEQUANT_KV,
     VK_K_ATTN_COOPMAT_KHR_I8PV,
     VK_K_PREP_V_I8A,
-    VK_K_COOPMAT_LAYOUT_KHR_I8,
     VK_K_COUNT
 } vk_kernel;
 
 #define VK_MAX_BINDINGS 12 /* attention: 0..7 its arrays, 8 bias, 9 mask, 10 key lengths, 11 V columns */
-#define VK_SPEC_COUNT 16 /* specialization constants 0..15 of every pipeline (13: EXTRAS) */
+#define VK_SPEC_COUNT 14 /* specialization constants 0..13 of every pipeline (13: EXTRAS) */
 #define VK_MAX_TIMESTAMPS 16 /* start, one after each dispatch (debug log), end */
 
 typedef struct vk_pipeline {
@@ -259,10 +258,6 @@ int vk_khr_fragment_map_on(vk_probe_data *probe, vk_device *dev);
  * coopmat_layout_khr.comp) for the 16 x n accumulator (n = 16 or 8). */
 #define VK_LAYOUT_VALUES 514
 int vk_khr_fragment_map_decode(const float *values, int n, vk_caps *caps);
-/* The same for the int8 16x32 A matrix (coopmat_layout_khr_i8.comp's VK_LAYOUT_I8_WORDS
- * words): sets caps->a8_ok and a8_map; 0 with the reason appended to the note. */
-#define VK_LAYOUT_I8_WORDS 257
-int vk_khr_fragment_map_decode_i8(const uint32_t *words, vk_caps *caps);
 
 /* ---- vk_quantize.c / vk_attention.c ---- */
 mxa_status vk_quantize(vk_device *dev, const mxa_array *x, mxa_rule rule, uint8_t *codes, uint8_t *scales);

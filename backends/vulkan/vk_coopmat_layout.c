@@ -10,7 +10,6 @@
  * like the pipeline cache), so only the first probe on a machine pays for opening the
  * device.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,98 +97,6 @@ int vk_khr_fragment_map_decode(const float *v, int n, vk_caps *caps)
     return 1;
 }
 
-/* Appends "; <text>" (or the text) to the record's layout note. */
-static void append_note(vk_caps *caps, const char *fmt, ...)
-{
-    const size_t len = strnlen(caps->layout_note, sizeof caps->layout_note);
-    if (len) mxa_text_format(caps->layout_note + len, sizeof caps->layout_note - len, "; ");
-    const size_t at = strnlen(caps->layout_note, sizeof caps->layout_note);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(caps->layout_note + at, sizeof caps->layout_note - at, fmt, ap);
-    va_end(ap);
-}
-
-/* int8 16x32 A: lane L (g = L / 4, t = L % 4) must hold rows g, g + 8 and columns 4t + j,
- * 4t + 16 + j (j < 4), the columns whose keys coopmat-khr-i8pv gives it from its own S
- * elements; code: j, bit 2 row + 8, bit 3 column + 16. The input: which lane and which of
- * its elements each matrix position is (two 16 x 32 byte matrices) and the element count. */
-int vk_khr_fragment_map_decode_i8(const uint32_t *w, vk_caps *caps)
-{
-    const uint8_t *who = (const uint8_t *)w, *which = who + 512;
-    caps->a8_ok = 0;
-    caps->a8_map[0] = caps->a8_map[1] = 0;
-    if (w[256] != 16) {
-        append_note(caps, "KHR int8 16x32 A holds %u elements per lane, not 16", w[256]);
-        return 0;
-    }
-    int code_of[16], seen[32] = {0};
-    for (int i = 0; i < 16; i++) code_of[i] = -1;
-    for (int r = 0; r < 16; r++)
-        for (int c = 0; c < 32; c++) {
-            const int lane = who[r * 32 + c], i = which[r * 32 + c];
-            const int code = (c % 4) | (r >= 8) << 2 | (c >= 16) << 3;
-            if (lane != 4 * (r % 8) + (c % 16) / 4 || i >= 16) {
-                append_note(caps, "KHR int8 A (%d, %d) is lane %d's element %d: not a quad fragment", r, c, lane, i);
-                return 0;
-            }
-            if (code_of[i] >= 0 && code_of[i] != code) {
-                append_note(caps, "KHR int8 A: lanes order their elements differently (element %d)", i);
-                return 0;
-            }
-            if (seen[lane] & 1 << i) {
-                append_note(caps, "KHR int8 A: lane %d's element %d holds two positions", lane, i);
-                return 0;
-            }
-            seen[lane] |= 1 << i;
-            code_of[i] = code;
-        }
-    uint32_t map[2] = {0, 0};
-    for (int i = 0; i < 16; i++) map[i / 8] |= (uint32_t)code_of[i] << (4 * (i % 8));
-    caps->a8_ok = 1;
-    caps->a8_map[0] = map[0], caps->a8_map[1] = map[1];
-    append_note(caps, "KHR int8 A quad %08x%08x", map[1], map[0]);
-    return 1;
-}
-
-/* Runs a layout kernel (or takes its cached output) into values (bytes); 0 with the reason in the note. */
-static int layout_values(vk_probe_data *probe, vk_device **dev, const char *name, vk_kernel kernel, int n, void *values,
-                         size_t bytes)
-{
-    vk_caps *caps = &probe->caps;
-    char key[256];
-    vk_cache_key(probe, key, sizeof key);
-    void *cached = NULL;
-    size_t cached_size = 0;
-    int have = 0;
-    if (mxa_cache_load(name, key, &cached, &cached_size) == MXA_OK) {
-        have = cached_size == bytes;
-        if (have) memcpy(values, cached, bytes);
-        free(cached);
-    }
-    mxa_clear_error();
-    if (have) return 1;
-    vk_buffer *out = NULL;
-    vk_batch batch;
-    const int32_t spec[VK_SPEC_COUNT] = {n};
-    const uint32_t sg = vk_caps_subgroup_32(caps);
-    mxa_status st = *dev ? MXA_OK : vk_device_open(probe, dev);
-    if (!st) st = vk_scratch(*dev, 0, bytes, &out);
-    if (!st) st = vk_batch_begin(*dev, 0, &batch);
-    const vk_buffer *binds[1] = {out};
-    if (!st) st = vk_batch_dispatch(&batch, kernel, spec, sg, binds, 1, NULL, 0, 1, 1, 1);
-    if (!st) st = vk_batch_submit(&batch, NULL);
-    if (!st) st = vk_buffer_read(*dev, out, 0, values, bytes);
-    if (st) {
-        append_note(caps, "the %s check failed: %s", name, mxa_last_error_message());
-        mxa_clear_error();
-        return 0;
-    }
-    (void)mxa_cache_store(name, key, values, bytes);
-    mxa_clear_error();
-    return 1;
-}
-
 /* Whether the record lists a subgroup-scope configuration with an fp32 16 x n result and
  * one with an fp16 16x16 A matrix: the two matrix types the check loads. */
 static int khr_layout_types(const vk_caps *caps, int n)
@@ -218,28 +125,52 @@ int vk_khr_fragment_map_on(vk_probe_data *probe, vk_device *on)
         snprintf(caps->layout_note, sizeof caps->layout_note, "this build has no KHR layout check or register kernel");
         return 0;
     }
-    if (vk_caps_subgroup_32(caps) == UINT32_MAX) {
+    const uint32_t sg = vk_caps_subgroup_32(caps);
+    if (sg == UINT32_MAX) {
         snprintf(caps->layout_note, sizeof caps->layout_note, "subgroup size %u..%u: the quad layout needs 32",
                  caps->subgroup_min, caps->subgroup_max);
         return 0;
     }
     int found = 0;
     vk_device *dev = on;
+    char key[256];
+    vk_cache_key(probe, key, sizeof key);
     for (int n = 16; n >= 8; n -= 8) {
         if (!khr_layout_types(caps, n)) continue;
         char name[48];
         snprintf(name, sizeof name, "%s-khr%d", LAYOUT_CACHE, n);
         float values[VK_LAYOUT_VALUES];
-        if (layout_values(probe, &dev, name, VK_K_COOPMAT_LAYOUT_KHR, n, values, sizeof values))
-            found |= vk_khr_fragment_map_decode(values, n, caps);
-    }
-    /* the int8 A matrix of coopmat-khr-i8pv, where the device has its 16x16x32 configuration */
-    caps->a8_ok = 0;
-    if (found && vk_kernel_available(VK_K_COOPMAT_LAYOUT_KHR_I8) &&
-        vk_caps_find_shape(caps, VK_CT_S8, VK_CT_S32, 16, 16, 32)) {
-        uint32_t w8[VK_LAYOUT_I8_WORDS];
-        if (layout_values(probe, &dev, LAYOUT_CACHE "-khr-i8", VK_K_COOPMAT_LAYOUT_KHR_I8, 0, w8, sizeof w8))
-            (void)vk_khr_fragment_map_decode_i8(w8, caps);
+        void *cached = NULL;
+        size_t cached_size = 0;
+        int have = 0;
+        if (mxa_cache_load(name, key, &cached, &cached_size) == MXA_OK) {
+            have = cached_size == sizeof values;
+            if (have) memcpy(values, cached, sizeof values);
+            free(cached);
+        }
+        mxa_clear_error();
+        if (!have) {
+            vk_buffer *out = NULL;
+            vk_batch batch;
+            const int32_t spec[VK_SPEC_COUNT] = {n};
+            mxa_status st = dev ? MXA_OK : vk_device_open(probe, &dev);
+            if (!st) st = vk_scratch(dev, 0, sizeof values, &out);
+            if (!st) st = vk_batch_begin(dev, 0, &batch);
+            const vk_buffer *binds[1] = {out};
+            if (!st) st = vk_batch_dispatch(&batch, VK_K_COOPMAT_LAYOUT_KHR, spec, sg, binds, 1, NULL, 0, 1, 1, 1);
+            if (!st) st = vk_batch_submit(&batch, NULL);
+            if (!st) st = vk_buffer_read(dev, out, 0, values, sizeof values);
+            if (st) {
+                const size_t len = strnlen(caps->layout_note, sizeof caps->layout_note);
+                mxa_text_format(caps->layout_note + len, sizeof caps->layout_note - len, "%sthe KHR 16x%d layout check failed: %s",
+                         len ? "; " : "", n, mxa_last_error_message());
+                mxa_clear_error();
+                continue;
+            }
+            (void)mxa_cache_store(name, key, values, sizeof values);
+            mxa_clear_error();
+        }
+        found |= vk_khr_fragment_map_decode(values, n, caps);
     }
     if (dev != on) vk_device_close(dev);
     if (!caps->layout_note[0]) snprintf(caps->layout_note, sizeof caps->layout_note, "no KHR fp16/fp32 16-row configuration");

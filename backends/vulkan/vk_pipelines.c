@@ -58,9 +58,6 @@ static const spirv_blob blobs[VK_K_COUNT] = {
 #ifdef MXA_VK_HAVE_PREP_V_I8A
     [VK_K_PREP_V_I8A] = BLOB(mxa_spv_prep_v_i8a, "prep_v_i8a"),
 #endif
-#ifdef MXA_VK_HAVE_COOPMAT_LAYOUT_KHR_I8
-    [VK_K_COOPMAT_LAYOUT_KHR_I8] = BLOB(mxa_spv_coopmat_layout_khr_i8, "coopmat_layout_khr_i8"),
-#endif
 #ifdef MXA_VK_HAVE_PEAK_INTDOT
     [VK_K_PEAK_INTDOT] = BLOB(mxa_spv_peak_intdot, "peak_intdot"),
 #endif
@@ -76,8 +73,7 @@ void vk_select_opts_built(vk_select_opts *o)
     o->khr_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_I8);
     o->khr_smem_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM) && vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_SMEM_I8);
     o->intdot_built = vk_kernel_available(VK_K_ATTN_INTDOT) && vk_kernel_available(VK_K_PREP_V_I8);
-    o->khr_i8pv_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_I8PV) && vk_kernel_available(VK_K_PREP_V_I8A) &&
-                        vk_kernel_available(VK_K_COOPMAT_LAYOUT_KHR_I8);
+    o->khr_i8pv_built = vk_kernel_available(VK_K_ATTN_COOPMAT_KHR_I8PV) && vk_kernel_available(VK_K_PREP_V_I8A);
 #ifdef MXA_VK_KHR_MISSING_REASON
     o->khr_missing = MXA_VK_KHR_MISSING_REASON;
 #else

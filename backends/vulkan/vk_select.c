@@ -182,7 +182,6 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
     }
     if (pv8) { /* P V on the S configuration: 16x16x32, with the int8 A matrix's layout measured */
         if (s->n != 16 || s->k != 32) return WHY("int8 P V needs the int8 16x16x32 configuration for both products");
-        if (!c->a8_ok) return WHY("int8 A fragment layout: %s", c->layout_note[0] ? c->layout_note : "not measured");
         pv = s;
     }
     if (!pv) return WHY("no fp16 16xNx16 -> fp32 configuration with the quad layout for P V");
@@ -196,7 +195,6 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
     p->s_map = c->c_map[s->n == 16 ? 0 : 1];
     p->o_map = c->c_map[pv->n == 16 ? 0 : 1];
     p->a_map = c->a_map;
-    p->a8_map[0] = c->a8_map[0], p->a8_map[1] = c->a8_map[1];
     mxa_text_format(p->reason, sizeof p->reason,
              "KHR cooperative matrix %s %ux%ux%u for Q K^T and %s %ux%ux%u for P V on exact MXFP4 values, softmax in "
              "registers (quad fragment layout)",

@@ -60,10 +60,6 @@ typedef struct vk_caps {
     uint32_t quad_ok[2];
     uint32_t c_map[2];       /* 3-bit codes per accumulator element (attn_coopmat_khr.comp) */
     uint32_t a_map;          /* 3-bit codes per fp16 A element */
-    /* The int8 16x32 A matrix (P^ in coopmat-khr-i8pv): whether lane L holds rows g, g + 8
-     * and columns 4t..4t+3, 4t+16..4t+19, and the order (4-bit codes, 8 per word). */
-    uint32_t a8_ok;
-    uint32_t a8_map[2];
     char layout_note[96];
 } vk_caps;
 
@@ -111,7 +107,6 @@ typedef struct vk_plan {
     uint32_t rows_per_group;    /* query rows per workgroup (nq is padded to a multiple) */
     uint32_t shared_bytes;      /* shared memory the kernel declares */
     uint32_t s_map, o_map, a_map; /* register kernels: the fragment element orders (vk_caps) */
-    uint32_t a8_map[2];         /* coopmat-khr-i8pv: the int8 A element order */
     uint32_t tune[4];           /* kernel-specific specialization constants (intdot's tiles) */
     char reason[512];
 } vk_plan;

@@ -37,9 +37,9 @@
 // exponent - 3, codes <= 96) make the tile one int32 chain of two products per 16 columns,
 // added to O in fp32 times 2^(r - 1); otherwise each block's product is added with its own
 // scales. Every product is exact in int32 (|sum| < 2^24), so only fp32 summation order
-// differs from the reference. The lanes' int8 A elements (measured map A8_LO/A8_HI) are
-// columns 4t + j (+16): key 2t + (0, 1, 8, 9)[j] (+16) of the lane's own S elements, so P
-// never leaves registers; the V^T tile is stored with the same key order within each 16 keys.
+// differs from the reference. The codes reach the A matrices through a 16 x 64-byte tile per
+// subgroup in shared memory (lane pairs join their key pairs into words with one shuffle),
+// so no int8 fragment layout is assumed.
 //
 // Extras (extras.glsl): a batch's key length L_b replaces nk in every row's last key and in
 // the tiles walked; keys at or after L_b never make a tile wide, so the result equals a call
@@ -78,10 +78,6 @@ layout(constant_id = 8) const int PN = 16;
 layout(constant_id = 10) const int S_MAP = 0xFAC688; // codes 0..7 in order
 layout(constant_id = 11) const int O_MAP = 0xFAC688;
 layout(constant_id = 12) const int A_MAP = 0xFAC688;
-// int8 16x32 A elements (PV_INT8), 4 bits each, 8 per constant: bits 0-1 column + j, bit 2
-// row + 8, bit 3 column + 16 (from row g, column 4t)
-layout(constant_id = 14) const int A8_LO = 0x76543210;
-layout(constant_id = 15) const int A8_HI = int(0xFEDCBA98);
 const bool QUANT_P = (MODE & 1) != 0;
 const bool HAT_SUM = (MODE & 3) == 3;
 const uint KIND = uint(MODE >> 2) & 1u;
@@ -161,13 +157,15 @@ layout(push_constant) uniform P { // quant_p, pnq, kind arrive as MODE instead
 shared uvec4 sK[BC * KSTR]; // K tile, row-major: sK[key][d]
 shared uvec4 sV[D * VSTR];  // V^T tile: sV[d][key]
 shared float sKs[BC * NB];  // the tile's K scales
+#ifdef PV_INT8
+const int PSTR = BC / 4 + 4; // sP row stride in words: 8-row phases of 16-byte loads hit distinct banks
+shared uint sP[WARPS * 16 * PSTR]; // per subgroup: its 16 rows' P^ codes of the tile, 4 per word
+#endif
 
 int s_code(int i) { return (S_MAP >> (3 * i)) & 7; }
 int o_code(int i) { return (O_MAP >> (3 * i)) & 7; }
 int a_code(int i) { return (A_MAP >> (3 * i)) & 7; }
-int a8_code(int i) { return ((i < 8 ? A8_LO : A8_HI) >> (4 * (i & 7))) & 15; }
-// The S code (within its 16-key tile) of the key an int8 A code's column holds
-int a8_s_code(int c) { return (c & 1) | ((c >> 2) & 1) << 1 | ((c >> 1) & 1) << 2; }
+
 bool code_low(int c) { return (c & 2) != 0; }            // row g + 8, not g
 int code_col(int c) { return 8 * (c >> 2) + (c & 1); }   // column offset from 2t
 // The S element (within its tile) at A code c's position: with SN = 8 the tile is picked by
@@ -191,22 +189,11 @@ bool tile_unit(int e0, int e1, out int r)
     r = hi == NO_BLOCK ? -5 : hi - 3;
     return hi == NO_BLOCK || (hi - lo <= 3 && hi >= -60);
 }
+int block_exp(int e) { return e == NO_BLOCK ? 0 : e; } // an all-zero block: any exponent
 #endif
 
 float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
 float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShuffleXor(x, 2u); }
-
-// The V^T tile's 16-byte pieces in the kernel's key order: int8 keys 0 1 8 9 2 3 10 11 4 5 12 13
-// 6 7 14 15, the keys of the S elements behind int8 A columns 0..15 (fp16: as stored).
-uvec4 key_order(uvec4 w)
-{
-#ifdef PV_INT8
-    return uvec4((w.x & 0xffffu) | (w.z << 16), (w.x >> 16) | (w.z & 0xffff0000u), (w.y & 0xffffu) | (w.w << 16),
-                 (w.y >> 16) | (w.w & 0xffff0000u));
-#else
-    return w;
-#endif
-}
 
 // 2^e as a float for any e (subnormal below -126, 0 below -149), from bits: no arithmetic
 float pow2_any(int e) { return uintBitsToFloat(e >= -126 ? uint(e + 127) << 23 : e >= -149 ? 1u << uint(e + 149) : 0u); }
@@ -301,7 +288,7 @@ void main()
         }
         [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
             const uint idx = tid + uint(u * THREADS);
-            sV[idx / uint(VPR) * uint(VSTR) + idx % uint(VPR)] = key_order(v_next[u]);
+            sV[idx / uint(VPR) * uint(VSTR) + idx % uint(VPR)] = v_next[u];
         }
         [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
             const uint idx = tid + uint(u * THREADS);
@@ -462,21 +449,44 @@ void main()
                 [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] *= code_low(o_code(i)) ? alpha_lo : alpha_hi;
 
 #ifdef PV_INT8
-        // the tile's P unit per row: its blocks within 3 binades of the larger one, above 2^-60
+        // the tile's P unit per row: its blocks within 3 binades of the larger, above 2^-60
         int r_hi, r_lo;
         const bool narrow_hi = tile_unit(pe_hi[0], pe_hi[1], r_hi), narrow_lo = tile_unit(pe_lo[0], pe_lo[1], r_lo);
-        const bool narrow = narrow_hi && narrow_lo;
         const bool v_wide = vcol[v_flags + uint(tile)] != 0u;
-        [[dont_flatten]] if (subgroupAll(narrow) && !v_wide) {
-            const float f_hi = pow2_any(1 - r_hi), f_lo = pow2_any(1 - r_lo); // P^ -> codes <= 96
-            const float u_hi = pow2_any(r_hi - 1), u_lo = pow2_any(r_lo - 1);
-            PMAT8 pa[BC / 32];
-            [[unroll]] for (int blk = 0; blk < BC / 32; blk++)
-                [[unroll]] for (int i = 0; i < 16; i++) {
-                    const int c = a8_code(i);
-                    const bool lo = (c & 4) != 0;
-                    pa[blk][i] = int8_t(int(s[2 * blk + (c >> 3)][s_index(a8_s_code(c))] * (lo ? f_lo : f_hi)));
+        const bool chain = subgroupAll(narrow_hi && narrow_lo) && !v_wide;
+        // codes = P^ * 2^(1 - unit exponent), in two steps (a block exponent may be -127)
+        const uint prow = w * 16u * uint(PSTR);
+        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+            const float g_hi = pow2_any(-63 - (chain ? r_hi : block_exp(pe_hi[blk])));
+            const float g_lo = pow2_any(-63 - (chain ? r_lo : block_exp(pe_lo[blk])));
+            [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
+                // this lane's pairs: keys 2t, 2t + 1 and 2t + 8, 2t + 9 of rows g and g + 8
+                uint pair[4] = {0u, 0u, 0u, 0u}; // (row, second pair) -> 16 bits
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    const int c = s_code(i);
+                    const bool lo = code_low(c);
+                    precise float up = s[kt][i] * 18446744073709551616.0; // 2^64 first: never folded into g
+                    const uint code = uint(int(up * (lo ? g_lo : g_hi))) & 0xffu;
+                    pair[(lo ? 2 : 0) + (c >> 2)] |= code << (8 * (c & 1));
                 }
+                // even t sends its second pairs, odd t its first: each then holds 4 consecutive keys
+                const bool odd = (t4 & 1u) != 0u;
+                const uint send = odd ? pair[0] | pair[2] << 16 : pair[1] | pair[3] << 16;
+                const uint got = subgroupShuffleXor(send, 1u);
+                const uint word_hi = odd ? (got & 0xffffu) | pair[1] << 16 : pair[0] | got << 16;
+                const uint word_lo = odd ? (got >> 16) | pair[3] << 16 : pair[2] | (got & 0xffff0000u);
+                const uint col = uint(kt * 4) + (odd ? 2u + t4 / 2u : t4 / 2u);
+                sP[prow + g * uint(PSTR) + col] = word_hi;
+                sP[prow + (g + 8u) * uint(PSTR) + col] = word_lo;
+            }
+        }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        PMAT8 pa[BC / 32];
+        [[unroll]] for (int blk = 0; blk < BC / 32; blk++)
+            coopMatLoad(pa[blk], sP, prow + uint(blk * 8), uint(PSTR), gl_CooperativeMatrixLayoutRowMajor);
+        [[dont_flatten]] if (chain) {
+            const float u_hi = pow2_any(r_hi - 1), u_lo = pow2_any(r_lo - 1);
             [[unroll]] for (int dt = 0; dt < DT; dt++) {
                 IACC acc = IACC(0);
                 [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
@@ -489,20 +499,11 @@ void main()
             }
         } else { // each block with its own exponent (and the V factors of a flagged tile)
             [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-                const int e_hi = pe_hi[blk] == NO_BLOCK ? 0 : pe_hi[blk], e_lo = pe_lo[blk] == NO_BLOCK ? 0 : pe_lo[blk];
-                // 2^(1 - e) in two steps: e may be -127
-                const float f_hi = pow2_any(-63 - e_hi), f_lo = pow2_any(-63 - e_lo);
-                const float u_hi = pow2_any(e_hi - 1), u_lo = pow2_any(e_lo - 1);
-                PMAT8 pa;
-                [[unroll]] for (int i = 0; i < 16; i++) {
-                    const int c = a8_code(i);
-                    const bool lo = (c & 4) != 0;
-                    pa[i] = int8_t(int(s[2 * blk + (c >> 3)][s_index(a8_s_code(c))] * 18446744073709551616.0 * (lo ? f_lo : f_hi)));
-                }
+                const float u_hi = pow2_any(block_exp(pe_hi[blk]) - 1), u_lo = pow2_any(block_exp(pe_lo[blk]) - 1);
                 [[unroll]] for (int dt = 0; dt < DT; dt++) {
                     VMAT8 vb;
                     coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                    OACC f = OACC(coopMatMulAdd(pa, vb, IACC(0)));
+                    OACC f = OACC(coopMatMulAdd(pa[blk], vb, IACC(0)));
                     [[unroll]] for (int i = 0; i < NE_O; i++) {
                         float u = code_low(o_code(i)) ? u_lo : u_hi;
                         if (v_wide) u *= vscale[(v_row0 + uint(dt * PN + code_col(o_code(i))) + 2u * t4) * (pc.nk_pad / 32u) + j0 / 32u + uint(blk)];

@@ -36,68 +36,6 @@ static uint32_t pack(const int *x, int count)
     return p;
 }
 
-/* coopmat_layout_khr_i8.comp's output for int8 16x32 A codes (j, bit 2 row + 8, bit 3
- * column + 16) per element, the same for every lane: which lane and element each position is. */
-static void synthesize_i8(const int codes[16], uint32_t *w)
-{
-    memset(w, 0, sizeof(uint32_t) * VK_LAYOUT_I8_WORDS);
-    uint8_t *who = (uint8_t *)w, *which = who + 512;
-    for (int lane = 0; lane < 32; lane++) {
-        const int g = lane / 4, t = lane % 4;
-        for (int i = 0; i < 16; i++) {
-            const int r = g + 8 * ((codes[i] >> 2) & 1), c = 4 * t + (codes[i] & 3) + 16 * (codes[i] >> 3);
-            who[r * 32 + c] = (uint8_t)lane;
-            which[r * 32 + c] = (uint8_t)i;
-        }
-    }
-    w[256] = 16;
-}
-
-/* NVIDIA's mma.m16n8k32 A order is codes 0..15; another order is kept as measured; anything
- * else is refused with a reason. */
-static void test_i8_a_map(void **state)
-{
-    (void)state;
-    uint32_t w[VK_LAYOUT_I8_WORDS];
-    uint8_t *who = (uint8_t *)w, *which = who + 512;
-    vk_caps c;
-    memset(&c, 0, sizeof c);
-    int codes[16];
-    for (int i = 0; i < 16; i++) codes[i] = i;
-    synthesize_i8(codes, w);
-    assert_int_equal(vk_khr_fragment_map_decode_i8(w, &c), 1);
-    assert_int_equal(c.a8_ok, 1);
-    assert_int_equal(c.a8_map[0], 0x76543210u); /* the kernel's defaults */
-    assert_int_equal(c.a8_map[1], 0xFEDCBA98u);
-    for (int i = 0; i < 16; i++) codes[i] = 15 - i;
-    synthesize_i8(codes, w);
-    assert_int_equal(vk_khr_fragment_map_decode_i8(w, &c), 1);
-    assert_int_equal(c.a8_map[0], 0x89ABCDEFu);
-    assert_int_equal(c.a8_map[1], 0x01234567u);
-    /* column 2 of row 0 held by lane 1 (a layout of pairs, like fp16's) */
-    for (int i = 0; i < 16; i++) codes[i] = i;
-    synthesize_i8(codes, w);
-    who[2] = 1;
-    c.layout_note[0] = 0;
-    assert_int_equal(vk_khr_fragment_map_decode_i8(w, &c), 0);
-    assert_int_equal(c.a8_ok, 0);
-    assert_non_null(strstr(c.layout_note, "not a quad fragment"));
-    /* one element at two positions */
-    synthesize_i8(codes, w);
-    which[1] = which[0];
-    assert_int_equal(vk_khr_fragment_map_decode_i8(w, &c), 0);
-    /* lanes that order their elements differently */
-    synthesize_i8(codes, w);
-    which[32] ^= 1, which[33] ^= 1; /* lane 4 (row 1): its elements 0 and 1 swapped */
-    assert_int_equal(vk_khr_fragment_map_decode_i8(w, &c), 0);
-    /* an element count other than 16 */
-    synthesize_i8(codes, w);
-    w[256] = 8;
-    c.layout_note[0] = 0;
-    assert_int_equal(vk_khr_fragment_map_decode_i8(w, &c), 0);
-    assert_non_null(strstr(c.layout_note, "not 16"));
-}
-
 static void test_mma_order(void **state)
 {
     (void)state;
@@ -180,7 +118,6 @@ int main(void)
         cmocka_unit_test(test_mma_order),
         cmocka_unit_test(test_different_orders),
         cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_i8_a_map),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
