@@ -174,6 +174,8 @@ static const cfg cases[] = {
     {"tfs pnq", MXA_RECIPE_MXATTENTION, 1, 2, 2, 64, 64, 64, 1, 64, -1, 0xff, -1, 6.0f},
     {"q=8 pnq", MXA_RECIPE_MXATTENTION, 1, 2, 2, 64, 64, 64, 0, 64, -1, 0xff, -1, 8.0f},
     {"mxattention d32 bc256", MXA_RECIPE_MXATTENTION, 2, 2, 1, 33, 600, 32, 1, 256, -1, 0xff, -1, 0},
+    /* AMX: QK^T in the triple layout and P V in the general one (4 B tiles) share one tile configuration */
+    {"mxattention d128 bc256", MXA_RECIPE_MXATTENTION, 1, 2, 1, 40, 520, 128, 0, 256, -1, 0xff, -1, 0},
     {"ocp-direct bc4096", MXA_RECIPE_OCP_DIRECT, 1, 1, 1, 17, 300, 64, 0, 4096, -1, 0xff, -1, 0},
     {"fp32 d256 causal", MXA_RECIPE_FP32, 1, 2, 1, 40, 90, 256, 1, 32, -1, 0xff, -1, 0},
 };
