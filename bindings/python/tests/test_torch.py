@@ -1,6 +1,10 @@
 """mxa.torch against torch's own scaled_dot_product_attention (recipe fp32: the same
 function to 1e-5), the arguments torch takes, and patch() routing a model through mxa.
 Skipped without torch unless MXA_TEST_REQUIRE_TORCH=1 (CI installs torch and sets it)."""
+import collections
+import contextlib
+import ctypes
+import mmap
 import os
 
 import numpy as np
@@ -165,3 +169,91 @@ def test_patch_routes_a_model_through_mxa():
         assert mt.last_info()["calls"] == calls + 1 + 1 + mha_routed
         err = ((quantized - model(x)).norm() / model(x).norm()).item()
         assert 0 < err < 0.2
+
+
+# ------------------------------------------------- the CUDA path, on lavapipe
+
+class MemfdImport:
+    """What CUDA does in mxa._torch_cuda, on lavapipe: its exported Vulkan memory is a memfd
+    (the bytes after a header of `offset` bytes), so mapping it shows the CPU the very bytes
+    mxa's kernels read and write."""
+
+    def __init__(self, name, offset):
+        self.device_name, self.offset, self.unmapped, self.syncs = name, offset, 0, 0
+
+    def map(self, fd, allocation_size, nbytes, device):
+        mm = mmap.mmap(fd, 0)
+        os.close(fd)
+        return torch.frombuffer(mm, dtype=torch.uint8, count=nbytes, offset=self.offset), mm
+
+    def unmap(self, mapping):
+        self.unmapped += 1  # the mmap goes with the last tensor over it
+
+    def on(self, device):
+        return contextlib.nullcontext()
+
+    def synchronize(self, device, everything=False):
+        self.syncs += 1
+
+    def index(self, device):
+        return 0
+
+    def name(self, device):
+        return self.device_name
+
+
+@pytest.fixture
+def lavapipe_import(monkeypatch):
+    from mxa import _torch_cuda
+    vk = [d for d in mxa.devices() if d["backend"] == "vulkan"]
+    if not vk or not hasattr(mxa._lib, "mxa_vulkan_buffer_export_fd"):
+        pytest.skip("no Vulkan device")
+    probe = mxa.Buffer(vk[0]["id"], 256, exportable=True)
+    pattern = np.random.default_rng(1).integers(0, 256, 256, dtype=np.uint8)
+    mxa._check(mxa._lib.mxa_buffer_upload(probe.handle, 0, pattern.ctypes.data_as(ctypes.c_void_p), 256), "upload")
+    fd, alloc = ctypes.c_int(-1), ctypes.c_uint64(0)
+    mxa._check(mxa._lib.mxa_vulkan_buffer_export_fd(probe.handle, ctypes.byref(fd), ctypes.byref(alloc)), "export")
+    kind = os.readlink(f"/proc/self/fd/{fd.value}")
+    with open(fd.value, "rb") as f:  # closes the fd
+        offset = f.read().find(pattern.tobytes()) if "memfd" in kind else -1
+    probe.release()
+    if offset < 0:
+        pytest.skip(f"{vk[0]['name']} exports {kind}: not host memory that shows the buffer")
+    importer = MemfdImport(vk[0]["name"], offset)
+    monkeypatch.setattr(_torch_cuda, "_importer", importer)
+    monkeypatch.setattr(_torch_cuda, "_matched", {})
+    monkeypatch.setattr(_torch_cuda, "_slots", collections.OrderedDict())
+    return _torch_cuda, importer, vk[0]["id"]
+
+
+def test_the_cuda_path_on_exported_memory(lavapipe_import):
+    """The CUDA path's own code (export, the per-shape buffers, copies in and out, device
+    matching, eviction) with the memory seen through lavapipe's memfd instead of CUDA: the
+    outputs are the host path's on the same device, bit for bit."""
+    tc, importer, vk = lavapipe_import
+    assert tc.vulkan_device_for("cpu") == vk  # the round trip through the exported memory
+    q, k, v = qkv(13, b=1, h=4, hkv=2, lq=64, lk=96)
+    g = torch.Generator().manual_seed(14)
+    mask = (torch.rand(1, 1, 64, 96, generator=g) > 0.3) | (torch.arange(96) == 0)
+    bias = torch.randn(1, 4, 64, 96, generator=g)
+    cases = [({}, {}), ({"causal": "top-left"}, {"causal": "top-left"}), ({"mask": mask}, {"mask": mask.numpy()}),
+             ({"bias": bias}, {"bias": bias.numpy()})]
+    for extra, host_extra in cases:
+        for dtype in (torch.float32, torch.float16):
+            a, b, c = (t.to(dtype) for t in (q, k, v))
+            out, lse, info = tc.attention(a, b, c, extra.get("mask"), extra.get("bias"), extra.get("causal", False),
+                                          None, "mxattention", None, True, {})
+            ref, ref_lse = mxa.attention(a.numpy(), b.numpy(), c.numpy(), device=vk, lse=True, **host_extra)
+            assert out.dtype == dtype and info["device"] == vk
+            assert torch.equal(out, torch.from_numpy(ref).to(dtype)), (extra.keys(), dtype)
+            assert torch.equal(lse, torch.from_numpy(ref_lse))
+    tc.attention(q, k, v, None, None, False, None, "mxattention", None, True, {})
+    kept = {key: {n: id(e) for n, e in s.items()} for key, s in tc._slots.items()}
+    syncs = importer.syncs
+    tc.attention(q, k, v, None, None, False, None, "mxattention", None, True, {})
+    assert {key: {n: id(e) for n, e in s.items()} for key, s in tc._slots.items()} == kept  # nothing allocated
+    assert importer.syncs == syncs + 1  # one stream sync per call, before mxa reads
+    before = importer.unmapped
+    for n in (32, 33, 34, 35):  # more shapes than the cache keeps: the oldest are freed
+        tc.attention(q[..., :n, :], k, v, None, None, False, None, "fp32", None, False, {})
+    assert len(tc._slots) == tc._CACHE_SHAPES and importer.unmapped > before

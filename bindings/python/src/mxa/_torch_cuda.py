@@ -13,6 +13,9 @@ built against CUDA); torch sees the memory as tensors (__cuda_array_interface__)
 The exported buffers are cached per shape (the last few shapes), so repeated calls allocate
 nothing. The Vulkan device is matched to the tensors' GPU by a round trip: bytes mxa uploads
 into an exported buffer must read back through CUDA on that GPU.
+
+Everything CUDA does here goes through one importer object (_CudaImport); the tests put
+lavapipe's exported memory (a memfd) behind the same interface to run the rest on a CPU.
 """
 import collections
 import ctypes
@@ -48,8 +51,9 @@ class _BufferDesc(ctypes.Structure):  # cudaExternalMemoryBufferDesc
                 ("reserved", ctypes.c_uint * 16)]
 
 
-class _Cudart:
-    """The CUDA runtime torch loaded (found in this process's mappings), by ctypes."""
+class _CudaImport:
+    """The CUDA runtime torch loaded (found in this process's mappings), by ctypes: imports
+    exported memory as torch tensors on a CUDA device, and the stream synchronisation."""
 
     def __init__(self):
         torch.cuda.init()
@@ -75,6 +79,48 @@ class _Cudart:
         if r != 0:
             raise Error(f"{name}: CUDA error {r} ({(self.lib.cudaGetErrorString(r) or b'').decode()})")
 
+    def map(self, fd, allocation_size, nbytes, device):
+        """(uint8 tensor over the first nbytes, mapping) of the memory behind an opaque fd."""
+        md = _MemoryDesc(type=_OPAQUE_FD, size=allocation_size)
+        md.handle.fd = fd
+        ext, ptr = ctypes.c_void_p(), ctypes.c_void_p()
+        with torch.cuda.device(device):
+            try:
+                self.call("cudaImportExternalMemory", ctypes.byref(ext), ctypes.byref(md))
+            except Error:
+                os.close(fd)  # CUDA owns the fd only once the import succeeded
+                raise
+            try:
+                self.call("cudaExternalMemoryGetMappedBuffer", ctypes.byref(ptr), ext,
+                          ctypes.byref(_BufferDesc(offset=0, size=nbytes)))
+                return torch.as_tensor(_CudaBytes(ptr.value, nbytes), device=device), (ext, ptr)
+            except Exception:
+                self.unmap((ext, ptr))
+                raise
+
+    def unmap(self, mapping):
+        ext, ptr = mapping
+        if ptr.value:
+            self.call("cudaFree", ptr)
+        if ext.value:
+            self.call("cudaDestroyExternalMemory", ext)
+
+    def on(self, device):
+        return torch.cuda.device(device)
+
+    def synchronize(self, device, everything=False):
+        if everything:
+            torch.cuda.synchronize(device)
+        else:
+            torch.cuda.current_stream(device).synchronize()
+
+    def index(self, device):
+        index = torch.device(device).index
+        return torch.cuda.current_device() if index is None else index
+
+    def name(self, device):
+        return torch.cuda.get_device_name(self.index(device))
+
 
 def _loaded(stem):
     """The path of a shared library this process has mapped whose name starts with stem."""
@@ -99,28 +145,17 @@ class _CudaBytes:
 class _Exported:
     """One exportable mxa buffer of a Vulkan device, imported into CUDA and seen by torch."""
 
-    def __init__(self, cudart, vk_device, nbytes, cuda_device):
-        self.cudart, self.nbytes = cudart, nbytes
+    def __init__(self, importer, vk_device, nbytes, device):
+        self.importer, self.nbytes, self.raw, self.mapping = importer, nbytes, None, None
         self.buffer = Buffer(vk_device, nbytes, exportable=True)
         fd, alloc = ctypes.c_int(-1), ctypes.c_uint64(0)
-        check(lib.mxa_vulkan_buffer_export_fd(self.buffer.handle, ctypes.byref(fd), ctypes.byref(alloc)), "export")
-        md = _MemoryDesc(type=_OPAQUE_FD, size=alloc.value)
-        md.handle.fd = fd.value
-        self.ext, self.ptr, self.raw = ctypes.c_void_p(), ctypes.c_void_p(), None
-        with torch.cuda.device(cuda_device):
-            try:
-                cudart.call("cudaImportExternalMemory", ctypes.byref(self.ext), ctypes.byref(md))
-            except Error:
-                os.close(fd.value)  # CUDA owns the fd only once the import succeeded
-                self.release()
-                raise
-            try:
-                cudart.call("cudaExternalMemoryGetMappedBuffer", ctypes.byref(self.ptr), self.ext,
-                            ctypes.byref(_BufferDesc(offset=0, size=nbytes)))
-                self.raw = torch.as_tensor(_CudaBytes(self.ptr.value, nbytes), device=cuda_device)
-            except Exception:
-                self.release()
-                raise
+        try:
+            check(lib.mxa_vulkan_buffer_export_fd(self.buffer.handle, ctypes.byref(fd), ctypes.byref(alloc)),
+                  "export")
+            self.raw, self.mapping = importer.map(fd.value, alloc.value, nbytes, device)
+        except Exception:
+            self.release()
+            raise
 
     def tensor(self, shape, dtype):
         """A torch view of the first bytes as `shape` of `dtype`."""
@@ -133,45 +168,41 @@ class _Exported:
 
     def release(self):
         self.raw = None
-        if self.ptr.value:
-            self.cudart.call("cudaFree", self.ptr)
-            self.ptr = ctypes.c_void_p()
-        if self.ext.value:
-            self.cudart.call("cudaDestroyExternalMemory", self.ext)
-            self.ext = ctypes.c_void_p()
+        if self.mapping is not None:
+            mapping, self.mapping = self.mapping, None
+            self.importer.unmap(mapping)
         self.buffer.release()
 
 
-_cudart = None
+_importer = None
 _lock = threading.Lock()               # one call at a time uses the cached buffers
 _matched = {}                          # (cuda index, device asked) -> Vulkan device id
 _slots = collections.OrderedDict()     # call shape -> {name: _Exported}, most recent last
 
 
 def _runtime():
-    global _cudart
-    if _cudart is None:
+    global _importer
+    if not hasattr(lib, "mxa_vulkan_buffer_export_fd"):
+        raise Unavailable("this libmxa has no Vulkan backend (mxa_vulkan_buffer_export_fd)")
+    if _importer is None:
         if not torch.cuda.is_available():
             raise Unavailable("torch.cuda is not available")
-        if not hasattr(lib, "mxa_vulkan_buffer_export_fd"):
-            raise Unavailable("this libmxa has no Vulkan backend (mxa_vulkan_buffer_export_fd)")
-        _cudart = _Cudart()
-    return _cudart
+        _importer = _CudaImport()
+    return _importer
 
 
 def vulkan_device_for(cuda_device, asked=None):
     """The mxa Vulkan device id whose memory is the GPU of `cuda_device` (proved by a round
     trip of random bytes), trying `asked` alone when given."""
-    cudart = _runtime()
-    index = torch.device(cuda_device).index
-    index = torch.cuda.current_device() if index is None else index
+    importer = _runtime()
+    index = importer.index(cuda_device)
     key = (index, asked)
     if key in _matched:
         return _matched[key]
     if asked is not None:
         candidates = [asked]
     else:  # opening vulkan:i loads the Vulkan backend alone (listing every device would load them all)
-        name, vk = torch.cuda.get_device_name(index), []
+        name, vk = importer.name(cuda_device), []
         while True:
             try:
                 vk.append((f"vulkan:{len(vk)}", text(device_info(f"vulkan:{len(vk)}").name)))
@@ -181,7 +212,7 @@ def vulkan_device_for(cuda_device, asked=None):
     why = []
     for dev_id in candidates:
         try:
-            probe = _Exported(cudart, dev_id, 4096, torch.device("cuda", index))
+            probe = _Exported(importer, dev_id, 4096, cuda_device)
             try:
                 pattern = np.frombuffer(os.urandom(4096), dtype=np.uint8).copy()
                 check(lib.mxa_buffer_upload(probe.buffer.handle, 0, pattern.ctypes.data_as(ctypes.c_void_p), 4096),
@@ -195,24 +226,24 @@ def vulkan_device_for(cuda_device, asked=None):
         if same:
             _matched[key] = dev_id
             return dev_id
-        why.append(f"{dev_id}: its exported memory reads differently through CUDA device {index}")
-    raise Unavailable(f"no mxa Vulkan device shares memory with cuda:{index}"
+        why.append(f"{dev_id}: its exported memory reads differently on {cuda_device}")
+    raise Unavailable(f"no mxa Vulkan device shares memory with {cuda_device}"
                       f" ({'; '.join(why) if why else 'no Vulkan device'})")
 
 
-def _slot(key, specs, cudart, vk_device, cuda_device):
+def _slot(key, specs, importer, vk_device, cuda_device):
     """The cached exported buffers of one call shape: {name: _Exported} for specs {name: nbytes}."""
     if key in _slots:
         _slots.move_to_end(key)
         return _slots[key]
     while len(_slots) >= _CACHE_SHAPES:
-        torch.cuda.synchronize(cuda_device)  # copies out of the oldest may still be queued
+        importer.synchronize(cuda_device, everything=True)  # copies out of the oldest may still be queued
         for e in _slots.popitem(last=False)[1].values():
             e.release()
     made = {}
     try:
         for name, nbytes in specs.items():
-            made[name] = _Exported(cudart, vk_device, max(int(nbytes), 4), cuda_device)
+            made[name] = _Exported(importer, vk_device, max(int(nbytes), 4), cuda_device)
     except Exception:
         for e in made.values():
             e.release()
@@ -228,7 +259,7 @@ def attention(q, k, v, mask, bias, causal, scale, recipe, device, return_lse, sw
 
 
 def _attention(q, k, v, mask, bias, causal, scale, recipe, device, return_lse, switches):
-    cudart = _runtime()
+    importer = _runtime()
     if device is not None and not str(device).startswith("vulkan"):
         raise Unavailable(f"device '{device}' is not a Vulkan device")
     cuda_device = q.device
@@ -244,16 +275,15 @@ def _attention(q, k, v, mask, bias, causal, scale, recipe, device, return_lse, s
         specs["mask" if mask is not None else "bias"] = extra.numel() * (1 if mask is not None else 4)
     key = (vk, cuda_device, tuple(q.shape), tuple(k.shape), tuple(v.shape), out_dtype, return_lse,
            None if extra is None else (tuple(extra.shape), extra.dtype == torch.bool))
-    slot = _slot(key, specs, cudart, vk, cuda_device)
-    with torch.cuda.device(cuda_device):
-        stream = torch.cuda.current_stream()
+    slot = _slot(key, specs, importer, vk, cuda_device)
+    with importer.on(cuda_device):
         for name, t in (("q", q), ("k", k), ("v", v)):
             slot[name].tensor(t.shape, torch.float32).copy_(t)
         if mask is not None:
             slot["mask"].tensor(mask.shape, torch.bool).copy_(mask)
         if bias is not None:
             slot["bias"].tensor(bias.shape, torch.float32).copy_(bias)
-        stream.synchronize()  # the copies in are done before Vulkan reads the memory
+        importer.synchronize(cuda_device)  # the copies in are done before Vulkan reads the memory
         arrays = {name: slot[name].array(tuple(shapes[name]), "float32") for name in ("q", "k", "v")}
         o_arr = slot["o"].array(tuple(q.shape), str(out_dtype).replace("torch.", ""))
         lse_arr = slot["lse"].array(tuple(q.shape[:-1]) + (1,), "float32") if return_lse else None
