@@ -381,6 +381,41 @@ static void test_quantize(void **state)
     mxa_runtime_destroy(rt);
 }
 
+/* An MXFP8 P V (mxattention-fp8pv) has no HIP kernel yet: refused with one clear error,
+ * outputs untouched, and the same device still runs mxattention; no MXFP8 quantizer either. */
+static void test_fp8pv_refused(void **state)
+{
+    (void)state;
+    emulate("gfx942", "hip-scalar");
+    const int d = 64;
+    tu_rng rng = {11};
+    tu_fill_attention(&rng, q, k, v, B, H, HKV, NQ, NK, d);
+    mxa_tensor tq, tk, tv, to;
+    mxa_tensor_init(&tq, MXA_F32, B, H, NQ, d, q);
+    mxa_tensor_init(&tk, MXA_F32, B, HKV, NK, d, k);
+    mxa_tensor_init(&tv, MXA_F32, B, HKV, NK, d, v);
+    mxa_tensor_init(&to, MXA_F32, B, H, NQ, d, o_hip);
+    mxa_runtime *rt = NULL;
+    mxa_device *dev = NULL;
+    assert_int_equal(mxa_runtime_create(NULL, &rt), MXA_OK);
+    assert_int_equal(mxa_device_open(rt, "hip:0", &dev), MXA_OK);
+    mxa_attention_desc desc;
+    mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION_FP8PV);
+    memset(o_hip, 0xff, sizeof(float) * (size_t)(B * H * NQ * d));
+    assert_int_equal(mxa_attention(dev, &desc, &tq, &tk, &tv, &to, NULL, NULL), MXA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(mxa_last_error_message(), "MXFP8"));
+    for (int64_t i = 0; i < (int64_t)B * H * NQ * d; i++) assert_true(isnan(o_hip[i]));
+    uint8_t codes[NQ * 2 * 32], scales[NQ * 2];
+    mxa_tensor tx;
+    mxa_tensor_init(&tx, MXA_F32, 1, 1, NQ, d, q);
+    assert_int_equal(mxa_quantize_mxfp8(dev, &tx, codes, scales), MXA_ERR_UNSUPPORTED);
+    mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION);
+    desc.bc = 64;
+    assert_int_equal(mxa_attention(dev, &desc, &tq, &tk, &tv, &to, NULL, NULL), MXA_OK);
+    mxa_device_close(dev);
+    mxa_runtime_destroy(rt);
+}
+
 int main(void)
 {
     if (fake_begin()) return 1;
@@ -393,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_extras_fp4),
         cmocka_unit_test(test_extras_matter),
         cmocka_unit_test(test_kv),
+        cmocka_unit_test(test_fp8pv_refused),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     fake_end();
