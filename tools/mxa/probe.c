@@ -85,7 +85,7 @@ static const struct {
     {"MXA_CPU_ISA", "the CPU kernels' instruction set: portable, avx2, avx512"},
     {"MXA_NUM_THREADS", "CPU worker threads (default: the online CPUs)"},
     {"MXA_CPU_FUSED", "0: the CPU's per-block QK kernel instead of the fused AVX-512 one"},
-    {"MXA_CACHE_DIR", "compiled-kernel cache (default $XDG_CACHE_HOME/mxa, else ~/.cache/mxa)"},
+    {"MXA_CACHE_DIR", "compiled-kernel cache and probe --measure's device speeds (default $XDG_CACHE_HOME/mxa, else ~/.cache/mxa)"},
     {"MXA_OPENCL_OPTIONS", "extra OpenCL build options that keep the kernels' contract (-cl-opt-disable, -cl-nv-maxrregcount=N, -w, ...); others are ignored with a warning"},
     {"MXA_HIP_LIBRARY", "the HIP runtime to load (skips the /dev/kfd check)"},
     {"MXA_OPENCL_LIBRARY", "the OpenCL ICD loader to load (skips the registered-ICD check)"},
