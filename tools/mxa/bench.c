@@ -639,7 +639,7 @@ int cmd_bench(int argc, char **argv)
         {"--device", "ID", "device: auto (default), cpu, vulkan:0, opencl:0, hip:0", NULL},
         {"--shape", "B,H,N,D", "one shape (default 1,8,4096,128); Nq = Nk = N, H = Hkv", NULL},
         {"--shapes", "PRESET", "issue (4096/128, 4096/64, 16384/128, 4096/128 causal) or small", NULL},
-        {"--recipe", "R", "mxattention (default), ocp-direct, fp32 or mxattention-fp8pv", NULL},
+        {"--recipe", "R[,R...]", "mxattention (default), ocp-direct, fp32 or mxattention-fp8pv; a list (up to 4) times each in turn and prints their time ratios to the first", NULL},
         {"--causal", NULL, "bottom-right causal mask (for --shape)", NULL},
         {"--bc", "N", "key-tile size (default: the device's)", NULL},
         {"--reps", "N", "timed repetitions after a warm-up of at least one call and 1 s (default 5); the median is reported", NULL},
@@ -658,7 +658,8 @@ int cmd_bench(int argc, char **argv)
     shape shapes[8];
     int count = 0;
     long reps = 5, bc = 0;
-    mxa_recipe recipe = MXA_RECIPE_MXATTENTION;
+    mxa_recipe recipes[4] = {MXA_RECIPE_MXATTENTION};
+    int nrecipes = 1;
     if (options[1].value && options[2].value) {
         cli_error("bench: give --shape or --shapes, not both");
         return CLI_USAGE;
@@ -682,9 +683,22 @@ int cmd_bench(int argc, char **argv)
         shapes[0].causal = options[4].value != NULL;
         count = 1;
     }
-    if (options[3].value && mxa_recipe_parse(options[3].value, &recipe) != MXA_OK) {
-        cli_error("bench: unknown --recipe '%s' (mxattention, ocp-direct, fp32 or mxattention-fp8pv)", options[3].value);
-        return CLI_USAGE;
+    if (options[3].value) {
+        nrecipes = 0;
+        char list[256];
+        snprintf(list, sizeof list, "%s", options[3].value);
+        for (char *save = NULL, *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+            if (nrecipes == 4 || mxa_recipe_parse(name, &recipes[nrecipes]) != MXA_OK) {
+                cli_error("bench: --recipe '%s': %s (mxattention, ocp-direct, fp32 or mxattention-fp8pv, at most 4)",
+                          options[3].value, nrecipes == 4 ? "too many recipes" : "unknown recipe");
+                return CLI_USAGE;
+            }
+            nrecipes++;
+        }
+        if (nrecipes == 0) {
+            cli_error("bench: --recipe is empty");
+            return CLI_USAGE;
+        }
     }
     if (options[5].value && (rc = cli_int("--bc", options[5].value, 32, 4096, 32, &bc))) return rc;
     if (options[6].value && (rc = cli_int("--reps", options[6].value, 1, 1000, 1, &reps))) return rc;
@@ -702,16 +716,20 @@ int cmd_bench(int argc, char **argv)
     if ((rc = cli_open_device(device, &rt, &dev))) return rc;
     mxa_device_info info;
     mxa_device_info_of(dev, &info);
-    mxa_attention_desc desc;
-    mxa_attention_desc_init(&desc, recipe);
-    desc.bc = (int)bc;
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     const char *env = getenv("MXA_NUM_THREADS");
     if (env && atol(env) > 0) threads = atol(env);
     if (threads < 1) threads = 1;
 
-    result res[8];
-    for (int i = 0; i < count && !rc; i++) rc = run_shape(dev, &shapes[i], &desc, (int)reps, options[9].value == NULL, blas, (int)threads, &res[i]);
+    result all[4][8];
+    for (int ri = 0; ri < nrecipes && !rc; ri++) {
+        mxa_attention_desc desc;
+        mxa_attention_desc_init(&desc, recipes[ri]);
+        desc.bc = (int)bc;
+        for (int i = 0; i < count && !rc; i++)
+            rc = run_shape(dev, &shapes[i], &desc, (int)reps, options[9].value == NULL, blas, (int)threads, &all[ri][i]);
+    }
+    const result *res = all[0];
     double peak = 0.0;
     if (!rc && strcmp(info.backend, "cpu") == 0) {
         progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "int8-peak", &shapes[0], 0, 1);
@@ -721,13 +739,24 @@ int cmd_bench(int argc, char **argv)
     }
     if (progress_on) fprintf(stderr, "\r\033[K");
     if (!rc) {
-        if (json) {
-            print_json(res, count, mxa_recipe_name(recipe), info.id, peak, blas);
-        } else {
-            printf("device %s (%s), variant %s, bc %d, %ld threads, %ld reps (median after a warm-up)\n", info.id,
-                   info.name, res[0].variant, res[0].bc, threads, reps);
-            print_table(res, count, mxa_recipe_name(recipe), peak, blas);
+        if (json && nrecipes > 1) printf("[");
+        for (int ri = 0; ri < nrecipes; ri++) {
+            if (json) {
+                if (ri) printf(", ");
+                print_json(all[ri], count, mxa_recipe_name(recipes[ri]), info.id, peak, blas);
+            } else {
+                printf("%sdevice %s (%s), variant %s, bc %d, %ld threads, %ld reps (median after a warm-up)\n", ri ? "\n" : "",
+                       info.id, info.name, all[ri][0].variant, all[ri][0].bc, threads, reps);
+                print_table(all[ri], count, mxa_recipe_name(recipes[ri]), peak, blas);
+            }
         }
+        if (json && nrecipes > 1) printf("]\n");
+        for (int ri = 1; ri < nrecipes && !json; ri++) /* the same shapes, timed one recipe after the other */
+            for (int i = 0; i < count; i++)
+                printf("%s%s / %s time, %lld,%lld,%lld,%lld%s: %.3f\n", ri == 1 && i == 0 ? "\n" : "",
+                       mxa_recipe_name(recipes[ri]), mxa_recipe_name(recipes[0]), (long long)shapes[i].b,
+                       (long long)shapes[i].h, (long long)shapes[i].n, (long long)shapes[i].d,
+                       shapes[i].causal ? " causal" : "", all[ri][i].t_recipe / all[0][i].t_recipe);
     }
     cli_close_device(rt, dev);
     return rc;
