@@ -497,8 +497,8 @@ void main()
                 OACC f = OACC(acc);
                 [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] = fma(f[i], code_low(o_code(i)) ? u_lo : u_hi, oacc[dt][i]);
             }
-        } else { // each block with its own exponent (and the V factors of a flagged tile)
-            [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+        } else { // each block with its own exponent (and the V factors of a flagged tile); rare: kept rolled up
+            [[dont_unroll]] for (int blk = 0; blk < BC / 32; blk++) {
                 const float u_hi = pow2_any(block_exp(pe_hi[blk]) - 1), u_lo = pow2_any(block_exp(pe_lo[blk]) - 1);
                 [[unroll]] for (int dt = 0; dt < DT; dt++) {
                     VMAT8 vb;
