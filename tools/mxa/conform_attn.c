@@ -521,7 +521,9 @@ static void draw_random(const conform_case *c, uint64_t seed, conform_attn_param
     static const int bcs[] = {0, 0, 32, 64, 128, 256};
     conform_rng g = {conform_case_seed(seed, c->name)};
     memset(a, 0, sizeof *a);
-    a->recipe = (int)(conform_next(&g) % (uint64_t)conform_recipe_count);
+    /* the recipes before mxattention-fp8pv (added last): a seed drew the same problems before it came */
+    const int fp8 = conform_recipe_find("mxattention-fp8pv");
+    a->recipe = (int)(conform_next(&g) % (uint64_t)(fp8 >= 0 ? fp8 : conform_recipe_count));
     a->causal = (int)(conform_next(&g) & 1);
     a->b = 1 + (int64_t)(conform_next(&g) % 2);
     a->hkv = 1 + (int64_t)(conform_next(&g) % 3);
