@@ -19,7 +19,7 @@ static const struct {
     double tflops;
 } reference_rates[] = {
     {"coopmat-khr-i8", 244.4},      /* after the embedding work, one command with cuDNN 601.0 */
-    {"coopmat-khr-i8pv", 244.4},    /* not measured yet (P V on int8 too): coopmat-khr-i8's rate until it is */
+    {"coopmat-khr-i8pv", 162.7},    /* 2026-12-01, one command with coopmat-khr-i8 at 243.7 (MXA_KERNEL only) */
     {"coopmat-khr-f16", 199.0},
     {"coopmat-khr-i8-smem", 94.6},
     {"coopmat-khr-f16-smem", 97.3},

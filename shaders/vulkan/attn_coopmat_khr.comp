@@ -444,9 +444,8 @@ void main()
         }
         if (mn_hi != NEG_INF) { l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
         if (mn_lo != NEG_INF) { l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
-        [[dont_flatten]] if (subgroupAny(alpha_hi != 1.0 || alpha_lo != 1.0)) // rare once the maxima settle
-            [[unroll]] for (int dt = 0; dt < DT; dt++)
-                [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] *= code_low(o_code(i)) ? alpha_lo : alpha_hi;
+        [[unroll]] for (int dt = 0; dt < DT; dt++)
+            [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] *= code_low(o_code(i)) ? alpha_lo : alpha_hi;
 
 #ifdef PV_INT8
         // the tile's P unit per row: its blocks within 3 binades of the larger, above 2^-60

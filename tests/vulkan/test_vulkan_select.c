@@ -86,6 +86,8 @@ static const expect table[] = {
     {"nvidia-h200", 0, 64, AUTO, 0, 0, "coopmat-khr-i8", "16x16x32", "i8", "16x16x16", 0, 4, 128},
     {"nvidia-h200", 0, 128, "coopmat-khr-i8", 0, 0, "coopmat-khr-i8", "16x16x32", "i8", "16x16x16", 0, 8, 256},
     {"nvidia-h200", 0, 64, "coopmat-khr-i8", 0, 0, "coopmat-khr-i8", "16x16x32", "i8", "16x16x16", 0, 4, 128},
+    {"nvidia-h200", 0, 128, "coopmat-khr-i8pv", 0, 0, "coopmat-khr-i8pv", "16x16x32", "i8", "16x16x32", 0, 8, 256},
+    {"nvidia-h200", 0, 64, "coopmat-khr-i8pv", 0, 0, "coopmat-khr-i8pv", "16x16x32", "i8", "16x16x32", 0, 4, 128},
     {"nvidia-h200", 0, 128, "coopmat-khr-f16", 0, 0, "coopmat-khr-f16", "16x16x16", "f16", "16x16x16", 0, 8, 256},
     {"nvidia-h200", 0, 64, "coopmat-khr-f16", 0, 0, "coopmat-khr-f16", "16x16x16", "f16", "16x16x16", 0, 4, 128},
     {"nvidia-h200", 0, 128, "coopmat-khr-i8-smem", 0, 0, "coopmat-khr-i8-smem", "16x16x32", "i8", "16x16x16", 32, 4, 128},
@@ -98,6 +100,7 @@ static const expect table[] = {
     {"lavapipe-debian12", 0, 128, AUTO, 0, 0, "intdot", "", "", "", 8, 0, 128},
     {"lavapipe-debian12", 0, 64, AUTO, 0, 0, "intdot", "", "", "", 8, 0, 128},
     {"lavapipe-debian12", 0, 64, "coopmat-khr-i8", 0, 0, "scalar", "", "", "", 0, 0, 64},
+    {"lavapipe-debian12", 0, 64, "coopmat-khr-i8pv", 0, 0, "scalar", "", "", "", 0, 0, 64},
     {"lavapipe-debian12", 0, 128, AUTO, 0, 1, "scalar", "", "", "", 0, 0, 64},
     /* ---- AMD RDNA3 / RDNA4 (RADV): int8 only at K = 16; default subgroup 64 ---- */
     {"radv-rdna3", 0, 128, AUTO, 0, 0, "coopmat-khr-i8-smem", "16x16x16", "i8", "16x16x16", 0, 2, 128},
@@ -137,7 +140,7 @@ static vk_select_opts all_built(void)
 {
     vk_select_opts o;
     memset(&o, 0, sizeof o);
-    o.khr_built = o.khr_smem_built = o.intdot_built = 1;
+    o.khr_built = o.khr_smem_built = o.intdot_built = o.khr_i8pv_built = 1;
     return o;
 }
 
@@ -196,7 +199,7 @@ static void test_profiles_plans(void **state)
 static void test_plans_fit_the_device_limits(void **state)
 {
     (void)state;
-    static const char *const kernels[] = {NULL, "coopmat-khr-i8", "coopmat-khr-f16", "coopmat-khr-i8-smem",
+    static const char *const kernels[] = {NULL, "coopmat-khr-i8", "coopmat-khr-i8pv", "coopmat-khr-f16", "coopmat-khr-i8-smem",
                                           "coopmat-khr-f16-smem", "intdot", "scalar"};
     int failures = 0;
     for (size_t i = 0; i < sizeof profiles / sizeof profiles[0]; i++)
