@@ -847,8 +847,11 @@ def test_probe_why(doc):
     cache = path("speed-cache")
     env = dict(os.environ, MXA_CACHE_DIR=cache, MXA_DISABLE="all")
     env.pop("MXA_DEVICE", None)
-    p = subprocess.run([MXA, "probe", "--measure", "--json"], capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run([MXA, "probe", "--measure", "--json"], capture_output=True, text=True, env=dict(env, MXA_LOG="info"),
+                       timeout=120)
     check(p.returncode == 0, "probe --measure: exit %d, %r" % (p.returncode, p.stderr))
+    # each backend's child measures its own devices: the CPU (present in every child) once
+    check(p.stderr.count("TFLOP/s (mxattention B1") == 1, "probe --measure times the CPU once: %r" % p.stderr)
     cpu = json.loads(p.stdout)["devices"][0]
     check(cpu["id"] == "cpu" and cpu["measure"].startswith("measured ") and cpu["score"] > 0 and
           cpu["score_reason"].startswith("measured "), "probe --measure measures the CPU: %r" % cpu)

@@ -371,8 +371,8 @@ typedef struct probe_job {
     int measure;
 } probe_job;
 
-/* --measure: times every device of this runtime that auto could pick; the notes are by id. */
-static void measure_devices(char ids[16][32], char notes[16][MXA_REASON_LEN], int *count)
+/* --measure: times every device of `backend` that auto could pick; the notes are by id. */
+static void measure_devices(const char *backend, char ids[16][32], char notes[16][MXA_REASON_LEN], int *count)
 {
     mxa_runtime *rt = NULL;
     int nd = 0;
@@ -383,7 +383,7 @@ static void measure_devices(char ids[16][32], char notes[16][MXA_REASON_LEN], in
     }
     for (int i = 0; i < nd && *count < 16; i++) {
         mxa_device_info d;
-        if (mxa_device_get_info(rt, i, &d)) continue;
+        if (mxa_device_get_info(rt, i, &d) || strcmp(d.backend, backend) != 0) continue; /* the CPU is in every child */
         char *note = notes[*count];
         snprintf(ids[(*count)++], 32, "%s", d.id);
         if (d.score < 0) {
@@ -417,7 +417,7 @@ static int probe_one(void *arg, int fd)
     int nd = 0, nb = 0, found = 0, measured = 0;
     char measured_ids[16][32];
     static char notes[16][MXA_REASON_LEN];
-    if (r && job->measure) measure_devices(measured_ids, notes, &measured);
+    if (r && job->measure) measure_devices(name, measured_ids, notes, &measured);
     if (!r || mxa_runtime_create(NULL, &rt) || mxa_backend_count(rt, &nb)) {
         cli_library_error("probe", MXA_ERR_INTERNAL);
         return PROBE_ERROR;
