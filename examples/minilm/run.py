@@ -5,7 +5,8 @@ Q/K/V dumps for `mxa analyze`, and the end-to-end comparison of every recipe.
     python run.py dump  OUTDIR    q/k/v of every layer for a fixed paragraph (.npy)
     python run.py eval  OUTDIR    embeddings for every recipe: cosine vs fp32, paraphrase retrieval
     python run.py sources QKVDIR  attention NMSE of each quantizer alone on the dumps
-    python run.py gap OUTDIR [S [T]]  S sentences (200) and T long texts (30) for every recipe and each
+    python run.py gap OUTDIR [S [T [L]]]  S sentences (200) and T long texts (30, truncated at L tokens:
+                                  256, the model's max_seq_length) for every recipe and each
                                   quantizer alone: 1 - cos vs fp32, OCP gap closed, paired 95% intervals
                                   (examples/study; attention on MXA_EXAMPLE_DEVICE, default cpu there)
 
@@ -204,11 +205,12 @@ def sources(outdir):
     return 0
 
 
-def run_gap(outdir, n_sentences=200, n_texts=30):
+def run_gap(outdir, n_sentences=200, n_texts=30, max_tokens=256):
     """The texts of the MPNet study (examples/study/texts.py): 300-384 tokens counted by this
-    model's tokenizer, which then truncates them at its max_seq_length, 256, as
-    sentence-transformers does."""
+    model's tokenizer, which then truncates them at max_tokens: by default its max_seq_length,
+    256, as sentence-transformers does; 384 keeps them whole (its position table has 512)."""
     m = MiniLM()
+    m.tok.enable_truncation(max_length=max_tokens)
     sents, _ = texts.sentences(n_sentences)
     full = m.tok.__class__.from_str(m.tok.to_str())
     full.no_truncation()
@@ -217,7 +219,8 @@ def run_gap(outdir, n_sentences=200, n_texts=30):
     sets = {"sentences": sents, "long texts": long}
     meta = {"long_text_tokens": [min(lengths), max(lengths), float(np.mean(lengths))],
             "sentence_tokens_mean": float(np.mean([len(m.tokens(s)[0]) for s in sents]))}
-    print(gap.study("all-MiniLM-L6-v2 (D = 32, 6 layers)", lambda t, fn: m.forward(t, fn), sets, outdir, meta))
+    name = "all-MiniLM-L6-v2 (D = 32, 6 layers)" + (f", texts truncated at {max_tokens} tokens" if max_tokens != 256 else "")
+    print(gap.study(name, lambda t, fn: m.forward(t, fn), sets, outdir, meta))
     return 0
 
 
@@ -225,7 +228,7 @@ if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else "check"
     if cmd == "check":
         sys.exit(check())
-    if cmd == "gap" and 3 <= len(sys.argv) <= 5:
+    if cmd == "gap" and 3 <= len(sys.argv) <= 6:
         sys.exit(run_gap(sys.argv[2], *(int(x) for x in sys.argv[3:])))
     if cmd in ("dump", "eval", "sources") and len(sys.argv) == 3:
         sys.exit({"dump": dump, "eval": eval_all, "sources": sources}[cmd](sys.argv[2]))

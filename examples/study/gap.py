@@ -8,7 +8,8 @@ configuration (2000 resamples, percentiles). For a quantizer alone, 1 - closed i
 of OCP's whole error that this one quantizer leaves.
 
 Embeddings are cached per configuration (OUTDIR/emb/<set>/<key>.npy), so a run that was
-stopped, or a recipe that a later build adds, computes only what is missing.
+stopped, or a recipe that a later build adds, computes only what is missing;
+MXA_STUDY_ONLY=key,key,... runs only those configurations (with fp32 and ocp).
 """
 import json
 import os
@@ -165,8 +166,21 @@ def table(rows, sets):
     return "\n".join(lines) + ("\n\nNot run: " + "; ".join(skipped) if skipped else "") + "\n"
 
 
-def study(model_name, embed, sets, outdir, meta, configs=CONFIGS):
+def selected(configs=CONFIGS):
+    """The configurations MXA_STUDY_ONLY names (comma-separated keys; fp32 and ocp always), or all."""
+    only = os.environ.get("MXA_STUDY_ONLY", "")
+    if not only:
+        return configs
+    keys = set(only.split(",")) | {"fp32", "ocp"}
+    unknown = keys - {c[0] for c in configs}
+    if unknown:
+        raise SystemExit(f"MXA_STUDY_ONLY: unknown configuration(s) {', '.join(sorted(unknown))}")
+    return [c for c in configs if c[0] in keys]
+
+
+def study(model_name, embed, sets, outdir, meta, configs=None):
     """Runs, summarizes and writes OUTDIR/gap.json and OUTDIR/gap.md; returns the markdown."""
+    configs = selected() if configs is None else configs
     outdir = Path(outdir)
     embs = run(embed, sets, outdir, configs)
     rows = summarize(embs, sets, configs)

@@ -213,6 +213,20 @@ class GapArithmetic(unittest.TestCase):
         self.assertTrue(0 < lo < d < hi)
         self.assertEqual(gap.closed_difference(err_a, err_a, err_ocp), (0.0, 0.0, 0.0))
 
+    def test_only_the_configurations_asked_for(self):
+        old = os.environ.get("MXA_STUDY_ONLY")
+        try:
+            os.environ["MXA_STUDY_ONLY"] = "fp8pv,mxa_v"
+            self.assertEqual([c[0] for c in gap.selected()], ["fp32", "ocp", "fp8pv", "mxa_v"])
+            os.environ["MXA_STUDY_ONLY"] = "fp8pv,typo"
+            with self.assertRaises(SystemExit):
+                gap.selected()
+            del os.environ["MXA_STUDY_ONLY"]
+            self.assertEqual(gap.selected(), gap.CONFIGS)
+        finally:
+            if old is not None:
+                os.environ["MXA_STUDY_ONLY"] = old
+
     def test_run_caches_and_reports_what_it_cannot_run(self):
         m = tiny_mpnet()
         calls = []
