@@ -7,17 +7,6 @@
  * unsigned B tile. C = A B is then S transposed ([key][row], the layout the
  * softmax reads) or O~ transposed ([column][row], the accumulator's layout).
  * Everything else is the AVX-512 path.
- *
- * Where the time goes (issue 18: 5.7% of the AMX peak): a work item is 16 query
- * rows, so each A tile (16 keys or V columns, 1 KiB) feeds one product, and every
- * 16 x 1 step of the item costs about 4 cycles of TDPBSUD against some 35 AVX-512
- * operations (the softmax and P quantization, ~20 cycles, and the scaling of the
- * tile results, 7-8 operations each for S and O~), which run in the same thread
- * between the products. Both kernels below are software-pipelined (the products of
- * group g are issued before the vector scaling of group g - 1, whose operands are
- * already in memory), so the tile unit and the vector units overlap instead of
- * waiting for each other; the configuration depends only on whether a 32-byte tail
- * chunk exists, so QK^T and P V share one and it loads once per work item.
  */
 #include <immintrin.h>
 #include <pthread.h>
@@ -42,29 +31,24 @@ typedef struct amx_cfg {
  * costs about as much as a product, so it stays until the work item ends. */
 static _Thread_local int amx_loaded;
 
-/* Returns whether the triple layout applies. The tiles are all 16 x 64 bytes
- * unless `words` leaves a 32-byte chunk (tmm6 16 x 32, tmm7 8 rows): the triple
- * layout and the general one without a tail share a configuration, so QK^T (D / 4
- * words) and P V (Bc / 4) do not reload it in turn. */
 static int amx_configure(int words)
 {
-    const int tail = words % 16 != 0;
-    if (amx_loaded != 1 + tail) {
-        amx_loaded = 1 + tail;
-        amx_cfg c;
-        memset(&c, 0, sizeof c);
-        c.palette = 1;
-        for (int t = 0; t < 8; t++) {
-            c.rows[t] = 16;
-            c.colsb[t] = 64;
-        }
-        if (tail) {
-            c.colsb[6] = 32;
-            c.rows[7] = 8;
-        }
-        _tile_loadconfig(&c);
+    const int triple = words % 16 == 0 && words <= 32;
+    if (amx_loaded == 1 + triple) return triple;
+    amx_loaded = 1 + triple;
+    amx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        c.rows[t] = 16;
+        c.colsb[t] = 64;
     }
-    return !tail && words <= 32;
+    if (!triple) {
+        c.colsb[6] = 32;
+        c.rows[7] = 8;
+    }
+    _tile_loadconfig(&c);
+    return triple;
 }
 
 /* Triple layout: C0/C1/C2 = A B for 16 rows at a, a + 16 stride, a + 32 stride. */
@@ -130,74 +114,55 @@ static void amx_product(const int8_t *a, long stride, int words)
     }
 }
 
-/* S rows j.. j + n - 1 from their int32 products (cbuf [n][16]). */
-static void qk_scale(const cpu_qk_fused_args *a, int j, int n, const int32_t *cbuf)
-{
-    const __m512 scale = _mm512_set1_ps(a->scale), qs = _mm512_loadu_ps(a->qsc);
-    for (int r = 0; r < n; r++) {
-        const __m512i acc = _mm512_add_epi32(_mm512_load_si512(cbuf + r * CPU_LANES), _mm512_set1_epi32(a->kcorr[j + r]));
-        const __m512 sc = _mm512_mul_ps(qs, _mm512_set1_ps(a->ksc[j + r]));
-        const __m512 dot = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc); /* exact */
-        _mm512_storeu_ps(a->s + (j + r) * CPU_LANES, _mm512_mul_ps(dot, scale));
-    }
-}
-
 static void amx_qk_fused(const cpu_qk_fused_args *a)
 {
     const int d = a->d;
-    int32_t cbuf[2][3 * 16 * CPU_LANES] __attribute__((aligned(64))); /* groups g and g - 1 */
+    int32_t cbuf[3 * 16 * CPU_LANES] __attribute__((aligned(64)));
+    const __m512 scale = _mm512_set1_ps(a->scale), qs = _mm512_loadu_ps(a->qsc);
     const int triple = amx_configure(d / 4);
     amx_load_b(a->qp, d / 4);
     /* 16 keys per product; nkeys is a multiple of 8 and the K buffer holds whole tiles, so reading 16 is safe */
-    int prev_j = 0, prev_n = 0, buf = 0;
-    for (int j = 0; j < a->nkeys; buf ^= 1) {
+    for (int j = 0; j < a->nkeys;) {
         const int group = triple && a->nkeys - j > 32 ? 48 : 16;
         if (group == 48) {
-            amx_product3(a->k + (size_t)j * d, d, d / 4, cbuf[buf]);
+            amx_product3(a->k + (size_t)j * d, d, d / 4, cbuf);
         } else {
             amx_product(a->k + (size_t)j * d, d, d / 4);
-            _tile_stored(0, cbuf[buf], 64);
+            _tile_stored(0, cbuf, 64);
         }
-        if (prev_n) qk_scale(a, prev_j, prev_n, cbuf[buf ^ 1]); /* runs while the tiles above compute */
-        prev_j = j;
-        prev_n = a->nkeys - j < group ? a->nkeys - j : group;
+        const int rr = a->nkeys - j < group ? a->nkeys - j : group;
+        for (int r = 0; r < rr; r++) {
+            const __m512i acc = _mm512_add_epi32(_mm512_load_si512(cbuf + r * CPU_LANES), _mm512_set1_epi32(a->kcorr[j + r]));
+            const __m512 sc = _mm512_mul_ps(qs, _mm512_set1_ps(a->ksc[j + r]));
+            const __m512 dot = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc); /* exact */
+            _mm512_storeu_ps(a->s + (j + r) * CPU_LANES, _mm512_mul_ps(dot, scale));
+        }
         j += group;
-    }
-    if (prev_n) qk_scale(a, prev_j, prev_n, cbuf[buf ^ 1]);
-}
-
-/* acc columns c.. c + n - 1 = alpha * acc + their P V products (cbuf [n][16]). */
-static void pv_scale(const cpu_pv_fused_args *a, int c, int n, const int32_t *cbuf)
-{
-    const __m512 alpha = _mm512_loadu_ps(a->alpha), ps = _mm512_loadu_ps(a->psc8);
-    for (int r = 0; r < n; r++) {
-        float *o = a->acc + (c + r) * CPU_LANES;
-        const __m512 sc = _mm512_mul_ps(ps, _mm512_set1_ps(a->vsc[(c + r) * a->vsc_stride]));
-        const __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cbuf + r * CPU_LANES)), sc); /* exact */
-        _mm512_storeu_ps(o, _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_loadu_ps(o)), pv));
     }
 }
 
 static void amx_pv_fused(const cpu_pv_fused_args *a)
 {
-    int32_t cbuf[2][3 * 16 * CPU_LANES] __attribute__((aligned(64))); /* groups g and g - 1 */
+    int32_t cbuf[3 * 16 * CPU_LANES] __attribute__((aligned(64)));
+    const __m512 alpha = _mm512_loadu_ps(a->alpha), ps = _mm512_loadu_ps(a->psc8);
     const int triple = amx_configure(a->words);
     amx_load_b(a->pp, a->words);
-    int prev_c = 0, prev_n = 0, buf = 0;
-    for (int c = 0; c < a->d; buf ^= 1) {
+    for (int c = 0; c < a->d;) {
         const int group = triple && a->d - c >= 48 ? 48 : 16;
         if (group == 48) {
-            amx_product3(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words, cbuf[buf]);
+            amx_product3(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words, cbuf);
         } else {
             amx_product(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words);
-            _tile_stored(0, cbuf[buf], 64);
+            _tile_stored(0, cbuf, 64);
         }
-        if (prev_n) pv_scale(a, prev_c, prev_n, cbuf[buf ^ 1]); /* runs while the tiles above compute */
-        prev_c = c;
-        prev_n = group;
+        for (int r = 0; r < group; r++) {
+            float *o = a->acc + (c + r) * CPU_LANES;
+            const __m512 sc = _mm512_mul_ps(ps, _mm512_set1_ps(a->vsc[(c + r) * a->vsc_stride]));
+            const __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cbuf + r * CPU_LANES)), sc); /* exact */
+            _mm512_storeu_ps(o, _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_loadu_ps(o)), pv));
+        }
         c += group;
     }
-    if (prev_n) pv_scale(a, prev_c, prev_n, cbuf[buf ^ 1]);
 }
 
 /* Hands the tile state back at the end of a work item (the calling thread
