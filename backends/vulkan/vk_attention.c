@@ -45,8 +45,8 @@ void vk_plan_call(const vk_probe_data *probe, const mxa_attention_call *call, vk
     if (call) {
         sc.d = call->q.d;
         sc.bc = call->bc;
-        /* every tensor in MXFP4: an MXFP8 P V (only the scalar kernel has it) makes the int8 and fp16 kernels step aside */
-        sc.quantize_all = call->desc.quantize == MXA_QUANT_ALL && call->desc.pv_format == MXA_PV_MXFP4;
+        sc.quantize_all = call->desc.quantize == MXA_QUANT_ALL;
+        sc.pv_mxfp8 = call->desc.pv_format == MXA_PV_MXFP8;
     }
     vk_select(&probe->caps, call ? &sc : NULL, &opts, plan);
 }
@@ -235,7 +235,7 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
         pv.pass = 1;
     }
     if ((st = vk_batch_dispatch(batch, kern.prep_v, spec_d, 0, bv, 5, &pv, sizeof pv, gx, gy, 1))) return st;
-    const int32_t mode = (int32_t)(qpq | pnq << 1 | kind << 2);
+    const int32_t mode = (int32_t)(qpq | pnq << 1 | kind << 2 | (desc->pv_format == MXA_PV_MXFP8 ? 8u : 0u));
     const uint32_t bias_sb = call->bias.b == 1 ? 0u : (uint32_t)((uint64_t)call->bias.h * plane);
     const uint32_t bias_sh = call->bias.h == 1 ? 0u : (uint32_t)plane;
     const uint32_t mask_sb = call->mask.b == 1 ? 0u : (uint32_t)((uint64_t)call->mask.h * plane);

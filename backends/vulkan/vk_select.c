@@ -140,12 +140,13 @@ static int khr_common(const ctx *x, int built, const char *kind, char *why, size
     return 1;
 }
 
-/* The register-softmax KHR kernels: S 16 x SN x SK, P V fp16 16 x PN x 16, quad layout;
- * pv8 (coopmat-khr-i8pv): S and P V both int8 16x16x32. */
+/* The register-softmax KHR kernels: S 16 x SN x SK, P V fp16 16 x PN x 16 (MXFP4 or MXFP8
+ * values), quad layout; pv8 (coopmat-khr-i8pv): S and P V both int8 16x16x32, MXFP4 only. */
 static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, size_t why_size)
 {
     const vk_caps *c = x->c;
     if (!khr_common(x, pv8 ? x->o->khr_i8pv_built : x->o->khr_built, "cooperative-matrix", why, why_size)) return 0;
+    if (pv8 && x->call && x->call->pv_mxfp8) return WHY("int8 P V takes MXFP4 P and V only (MXFP8 codes exceed int8 products' range here)");
     if (!(c->flags & MXA_VK_F_SUBGROUP_SHUFFLE) || !(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup shuffle/vote");
     const uint32_t sg = vk_caps_subgroup_32(c);
     if (sg == UINT32_MAX) return WHY("the register softmax maps 16 rows onto 32 lanes; subgroup size %u", c->subgroup_size);
@@ -208,6 +209,7 @@ static int plan_khr_smem(const ctx *x, int i8, vk_plan *p, char *why, size_t why
 {
     const vk_caps *c = x->c;
     if (!khr_common(x, x->o->khr_smem_built, "shared-memory", why, why_size)) return 0;
+    if (x->call && x->call->pv_mxfp8) return WHY("no MXFP8 P V in the shared-memory kernels");
     if (!(c->flags & MXA_VK_F_SUBGROUP_ARITH)) return WHY("no subgroup vote");
     if (i8 && !(c->flags & MXA_VK_F_INT8)) return WHY("no int8 arithmetic");
     if (c->subgroup_size < 8 || c->subgroup_size > 64) return WHY("subgroup size %u is outside 8..64", c->subgroup_size);
@@ -273,6 +275,7 @@ static int plan_intdot(const ctx *x, vk_plan *p, char *why, size_t why_size)
     if (c->subgroup_size < 8) return WHY("subgroup size %u: the row reductions span 8 lanes", c->subgroup_size);
     if (x->call && !x->call->quantize_all) return WHY("the recipe leaves some tensor unquantized (int8 needs MXFP4 codes)");
     if (x->call && x->call->bc != 64) return WHY("the intdot kernel is built for bc = 64");
+    if (x->call && x->call->pv_mxfp8) return WHY("no MXFP8 P V in the intdot kernel (int8 dot products of MXFP4 codes)");
     const uint32_t threads = 128, orows = 4, och = 8;
     uint32_t br = x->d > 128 ? 32 : 64;
     if (c->max_shared < intdot_shared(x->d, br)) br = 32;

@@ -78,6 +78,7 @@ typedef struct vk_select_call {
     int64_t d;
     int64_t bc;
     int quantize_all; /* Q, K, V and P all quantized */
+    int pv_mxfp8;     /* P and V in MXFP8 (mxattention-fp8pv): only the register KHR kernels and scalar */
 } vk_select_call;
 
 typedef enum vk_variant_id {

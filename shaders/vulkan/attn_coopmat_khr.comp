@@ -67,7 +67,7 @@ layout(constant_id = 0) const int D = 128;
 layout(constant_id = 1) const int BC = 64; // two 32-key P blocks per tile
 layout(constant_id = 2) const int WARPS = 4;
 layout(local_size_x_id = 3) in;
-layout(constant_id = 4) const int MODE = 3; // bit 0: quantize P, bit 1: PNQ (l sums P^), bit 2: the ceiling rule
+layout(constant_id = 4) const int MODE = 3; // bit 0: quantize P, bit 1: PNQ (l sums P^), bit 2: the ceiling rule, bit 3: P and V in MXFP8
 layout(constant_id = 6) const int SN = 16;
 #ifdef S_INT8
 layout(constant_id = 7) const int SK = 32;
@@ -81,6 +81,7 @@ layout(constant_id = 12) const int A_MAP = 0xFAC688;
 const bool QUANT_P = (MODE & 1) != 0;
 const bool HAT_SUM = (MODE & 3) == 3;
 const uint KIND = uint(MODE >> 2) & 1u;
+const bool P_FP8 = (MODE & 8) != 0; // MXFP8 P^ (E4M3, e = floor(log2 M) - 8); V^T arrives as fp16 E4M3 values
 const float LOG2E = 1.4426950408889634;
 const int NE_S = SN / 2;     // S accumulator elements per lane
 const int NE_O = PN / 2;     // O accumulator elements per lane
@@ -200,6 +201,19 @@ float pow2_any(int e) { return uintBitsToFloat(e >= -126 ? uint(e + 127) << 23 :
 
 // MXFP4(p) * 2^12 (mxfp4.glsl's P^ rounding, then the scale that keeps P^ exact in fp16)
 float quantize_p(float p, uint exb, float sat) { return mx_quantize_p(p, exb, sat) * P_SCALE; }
+
+// E4M3(p / 2^e) 2^e * 2^12 for p in [0, 1], with exb = the bits of 2^(e - 6) (E4M3's smallest
+// normal binade: below it the step stays 2^(e - 9)) and sat = 448 * 2^e: mx_quantize_p's
+// rounding with three mantissa bits (c * 2^20 has the E4M3 step as its unit in the last
+// place). E4M3 values are exact in fp16 (times 2^12 down to blocks of about 2^-20).
+float quantize_p8(float p, uint exb, float sat)
+{
+    const float pm = min(p, sat);
+    const float c = uintBitsToFloat(max(floatBitsToUint(pm), exb) & 0x7f800000u);
+    precise float x = fma(c, 1048576.0, pm);
+    precise float r = fma(c, -1048576.0, x);
+    return r * P_SCALE;
+}
 
 // This invocation's share of the key tile starting at j0: PER_THREAD_K uvec4 of K rows,
 // PER_THREAD of V^T rows, and PER_THREAD_S of the tile's BC * NB K scales. k_at, v_at: its
@@ -416,9 +430,15 @@ void main()
                 // 1 ulp above a block exponent boundary could saturate. Saves a max per
                 // element over P~'s bits.
                 const float pm_hi = exp2(bm_hi[blk] - mz_hi), pm_lo = exp2(bm_lo[blk] - mz_lo);
-                const uint exb_hi = uint(mx_exponent(floatBitsToUint(pm_hi), KIND, pc.t) + 127) << 23;
-                const uint exb_lo = uint(mx_exponent(floatBitsToUint(pm_lo), KIND, pc.t) + 127) << 23;
-                const float sat_hi = uintBitsToFloat(exb_hi + 0x01400000u), sat_lo = uintBitsToFloat(exb_lo + 0x01400000u);
+                uint exb_hi = uint(mx_exponent(floatBitsToUint(pm_hi), P_FP8 ? 2u : KIND, pc.t) + 127) << 23;
+                uint exb_lo = uint(mx_exponent(floatBitsToUint(pm_lo), P_FP8 ? 2u : KIND, pc.t) + 127) << 23;
+                // E2M1: saturation at 6 * 2^e; E4M3: at 448 * 2^e, rounding from the binade e - 6 up
+                const float sat_hi = uintBitsToFloat(exb_hi + (P_FP8 ? 0x04600000u : 0x01400000u));
+                const float sat_lo = uintBitsToFloat(exb_lo + (P_FP8 ? 0x04600000u : 0x01400000u));
+                if (P_FP8) {
+                    exb_hi = max(exb_hi, 0x03800000u) - 0x03000000u;
+                    exb_lo = max(exb_lo, 0x03800000u) - 0x03000000u;
+                }
 #ifdef PV_INT8
                 pe_hi[blk] = pm_hi == 0.0 ? NO_BLOCK : int(exb_hi >> 23) - 127;
                 pe_lo[blk] = pm_lo == 0.0 ? NO_BLOCK : int(exb_lo >> 23) - 127;
@@ -426,7 +446,8 @@ void main()
                 [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
                     [[unroll]] for (int i = 0; i < NE_S; i++) {
                         const bool lo = code_low(s_code(i));
-                        const float q = quantize_p(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi);
+                        const float q = P_FP8 ? quantize_p8(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi)
+                                              : quantize_p(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi);
                         s[kt][i] = q;
                         if (HAT_SUM) {
                             if (lo) rs_lo += q;

@@ -163,7 +163,7 @@ static void test_profiles_plans(void **state)
         o.kernel = e->kernel;
         o.disable_coopmat = e->disable_coopmat;
         o.disable_int_dot = e->disable_int_dot;
-        const vk_select_call call = {e->d, 64, 1};
+        const vk_select_call call = {e->d, 64, 1, 0};
         vk_plan p;
         vk_select(&caps, &call, &o, &p);
         char s[24], pv[24];
@@ -193,6 +193,36 @@ static void test_profiles_plans(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* An MXFP8 P V (mxattention-fp8pv): the register KHR kernels take it (fp16 P V on E4M3
+ * values), everything else but scalar steps aside with its reason. */
+static void test_mxfp8_pv_plans(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *profile, *kernel, *variant, *why;
+    } cases[] = {
+        {"nvidia-h200", NULL, "coopmat-khr-i8", NULL},
+        {"nvidia-h200", "coopmat-khr-f16", "coopmat-khr-f16", NULL},
+        {"nvidia-h200", "coopmat-khr-i8pv", "scalar", "MXFP4 P and V only"},
+        {"nvidia-h200", "coopmat-khr-i8-smem", "scalar", "no MXFP8 P V in the shared-memory kernels"},
+        {"nvidia-h200", "intdot", "scalar", "no MXFP8 P V in the intdot kernel"},
+        {"lavapipe-debian12", NULL, "scalar", "no MXFP8 P V in the intdot kernel"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vk_caps caps;
+        load_profile(cases[i].profile, &caps);
+        vk_select_opts o = all_built();
+        o.kernel = cases[i].kernel;
+        const vk_select_call call = {128, 64, 1, 1};
+        vk_plan p;
+        vk_select(&caps, &call, &o, &p);
+        if (strcmp(p.variant, cases[i].variant) != 0 || (cases[i].why && !strstr(p.reason, cases[i].why)))
+            print_message("%s %s: got %s (%s)\n", cases[i].profile, cases[i].kernel ? cases[i].kernel : "auto", p.variant, p.reason);
+        assert_string_equal(p.variant, cases[i].variant);
+        if (cases[i].why) assert_non_null(strstr(p.reason, cases[i].why));
+    }
+}
+
 /* Every plan must be one the device can create: the workgroup within
  * maxComputeWorkGroupInvocations, the shared memory within maxComputeSharedMemorySize,
  * a required subgroup size within [min, max]. */
@@ -211,7 +241,7 @@ static void test_plans_fit_the_device_limits(void **state)
                     if (assumed) assume_features(&caps);
                     vk_select_opts o = all_built();
                     o.kernel = kernels[k];
-                    const vk_select_call call = {d, 64, 1};
+                    const vk_select_call call = {d, 64, 1, 0};
                     vk_plan p;
                     vk_select(&caps, &call, &o, &p);
                     const int fits = p.local_size >= 1 && p.local_size <= caps.max_invocations &&
@@ -435,7 +465,7 @@ static void test_missing_toolchain_reason(void **state)
     vk_select_opts o = all_built();
     o.khr_built = o.khr_smem_built = 0;
     o.khr_missing = "no glslang >= 13 found (test)";
-    const vk_select_call call = {128, 64, 1};
+    const vk_select_call call = {128, 64, 1, 0};
     vk_plan p;
     vk_select(&c, &call, &o, &p);
     assert_string_equal(p.variant, "intdot");
@@ -490,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_profiles_read),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_profiles_plans),
+        cmocka_unit_test(test_mxfp8_pv_plans),
         cmocka_unit_test(test_plans_fit_the_device_limits),
         cmocka_unit_test(test_lavapipe_profile_matches_probe),
         cmocka_unit_test(test_missing_toolchain_reason),
