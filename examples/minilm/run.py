@@ -25,7 +25,7 @@ import mxa
 from minilm import MiniLM, numpy_attention
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.append(str(HERE.parent))  # examples/: the shared study package
 from study import gap, texts  # noqa: E402
 DEVICE = os.environ.get("MXA_EXAMPLE_DEVICE", "")
 

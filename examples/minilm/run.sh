@@ -9,7 +9,8 @@
 #   4. mxa analyze uos | rowsum | ablation on them (tables, CSV, JSON, SVG in out/)
 #   5. every recipe end to end: embedding cosine vs fp32, paraphrase retrieval
 #   6. every recipe and each quantizer alone (examples/study): 1 - cos vs fp32 and the OCP gap
-#      closed with paired 95% intervals, the texts of the MPNet study (out/gap.md, gap.json)
+#      closed with paired 95% intervals, the texts of the MPNet study (out/gap.md, gap.json),
+#      then again with the long texts whole (out/gap384/)
 #
 #   examples/minilm/run.sh [BUILD_DIR]     (default: build; it must hold bin/mxa and libmxa.so)
 #
@@ -71,3 +72,7 @@ step "every recipe end to end (takes a few minutes on 2 cores)"
 
 step "every recipe and each quantizer alone on 200 sentences and 30 long texts, paired 95% intervals (about 10 minutes)"
 "$vpy" run.py gap "$out"
+
+step "the same with the long texts whole (truncated at 384 tokens instead of the model's 256)"
+mkdir -p "$out/gap384/emb" && cp -rn "$out/emb/sentences" "$out/gap384/emb/"  # the sentences are the same
+"$vpy" run.py gap "$out/gap384" 200 30 384

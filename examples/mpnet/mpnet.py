@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "minilm"))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "minilm"))  # after this folder: its run.py is not ours
 from minilm import gelu, layer_norm  # noqa: E402  (the same LayerNorm and exact GELU as BERT's)
 
 HERE = Path(__file__).resolve().parent

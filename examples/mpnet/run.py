@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # examples/: the shared study package
 from mpnet import MPNet, numpy_attention  # noqa: E402
 from study import gap, texts  # noqa: E402
 

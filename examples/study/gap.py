@@ -7,10 +7,11 @@ with a 95% interval from a paired bootstrap: the same resampled texts for every
 configuration (2000 resamples, percentiles). For a quantizer alone, 1 - closed is the share
 of OCP's whole error that this one quantizer leaves.
 
-Embeddings are cached per configuration (OUTDIR/emb/<set>/<key>.npy), so a run that was
-stopped, or a recipe that a later build adds, computes only what is missing;
+Embeddings are cached per configuration (OUTDIR/emb/<set>/<key>.npy, with the digest of
+the texts they are of in OUTDIR/emb/<set>/texts.md5), so a run that was stopped, or a recipe that a later build adds, computes only what is missing;
 MXA_STUDY_ONLY=key,key,... runs only those configurations (with fp32 and ocp).
 """
+import hashlib
 import json
 import os
 import sys
@@ -68,18 +69,34 @@ def embed_all(embed, texts, fn):
     return np.stack([embed(t, fn) for t in texts])
 
 
+def texts_digest(texts):
+    return hashlib.md5("\n".join(texts).encode()).hexdigest()
+
+
+def _cache_of(folder, texts):
+    """Makes `folder` the cache of `texts`: embeddings of other texts in it are removed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp, digest = folder / "texts.md5", texts_digest(texts)
+    if stamp.exists() and stamp.read_text().strip() != digest:
+        for old in folder.glob("*.npy"):
+            old.unlink()
+    stamp.write_text(digest + "\n")
+
+
 def run(embed, sets, outdir, configs=CONFIGS, log=print):
     """Embeddings of every text set for every configuration. embed(text, attention) returns a
     unit vector. Returns {key: {set: array}}; a configuration the library or binding refuses
     (an unknown recipe, MXA_ERR_UNSUPPORTED) is left out and its reason put in
     {key: {"skipped": message}}."""
     outdir = Path(outdir)
+    for name, texts in sets.items():
+        _cache_of(outdir / "emb" / name, texts)
     out = {}
     for key, label, recipe, switches in configs:
         out[key] = {}
         for name, texts in sets.items():
             path = outdir / "emb" / name / f"{key}.npy"
-            if path.exists() and len(np.load(path)) == len(texts):
+            if path.exists():
                 out[key][name] = np.load(path)
                 continue
             t0 = time.time()
@@ -186,7 +203,8 @@ def study(model_name, embed, sets, outdir, meta, configs=None):
     rows = summarize(embs, sets, configs)
     diffs = compare(embs, sets)
     doc = dict(meta, model=model_name, python=sys.version.split()[0], mxa=mxa.version(), attention=device(), bc=BC,
-               resamples=RESAMPLES, sets={n: len(t) for n, t in sets.items()}, rows=rows,
+               resamples=RESAMPLES, sets={n: len(t) for n, t in sets.items()},
+               texts_md5={n: texts_digest(t) for n, t in sets.items()}, rows=rows,
                differences=[{"a": a, "b": b, **{n: dict(zip(("d", "lo", "hi"), v)) for n, v in d.items()}}
                             for a, b, d in diffs])
     (outdir / "gap.json").write_text(json.dumps(doc, indent=1))

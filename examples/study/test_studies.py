@@ -245,6 +245,10 @@ class GapArithmetic(unittest.TestCase):
             again = gap.run(embed, sets, d, configs, log=lambda *a, **k: None)
             self.assertEqual(len(calls), 3 * 3 + 2)  # the rest came from the cache
             np.testing.assert_array_equal(again["mxattention"]["a"], embs["mxattention"]["a"])
+            changed = {"a": ["one two three", "four five six"], "b": sets["b"]}  # same length, other text
+            gap.run(embed, changed, d, configs[:1], log=lambda *a, **k: None)
+            self.assertEqual(calls[-2:], changed["a"])  # set a computed again, b from the cache
+            self.assertFalse((Path(d) / "emb" / "a" / "ocp.npy").exists())  # of the old texts: removed
             rows = gap.summarize(embs, sets, configs)
             self.assertEqual(rows[1]["a"]["closed"], 0.0)  # OCP closes none of its own gap
             self.assertGreater(rows[2]["a"]["err_mean"], 0.0)

@@ -89,6 +89,11 @@ def sentences(count=200):
 def long_texts(count, n_tokens, lo=300, hi=384):
     """`count` texts of lo..hi tokens (n_tokens(text) counts them, special tokens included):
     consecutive docstring paragraphs, each text starting where the previous one ended."""
+    # A package lists its imported submodules among its members (email.message once imported):
+    # import the sentences' modules first, as the studies did, so that the texts do not depend
+    # on what the caller imported before.
+    for name in SENTENCE_MODULES:
+        importlib.import_module(name)
     paras, seen = [], set()
     for doc in _docs(PARAGRAPH_MODULES):
         for p in doc.split("\n\n"):
