@@ -442,6 +442,12 @@ int conform_model_fp8_exponent(float max_abs);
 uint8_t conform_model_fp8_code(double v);
 double conform_model_fp8_value(int code, int e);
 
+/* The largest magnitude of a block of len values into *max_abs; 0 if one is NaN or Inf. */
+int conform_block_max(const float *x, int64_t len, float *max_abs);
+/* The quantize cases' special rows: one draw picks, one in `one_in`, a NaN or an Inf at a
+ * random place, an all-zero or all -0 row, or (with keep_one) the row zero but one element. */
+void conform_special_row(conform_rng *g, float *row, int64_t cols, uint64_t one_in, int keep_one);
+
 /* mxa_quantize of x on the device against given codes/scales, byte for byte. */
 void conform_quant_vector_check(conform_ctx *ctx, const float *x, int64_t rows, int64_t cols, mxa_rule rule,
                                 const uint8_t *codes, const uint8_t *scales, conform_result *r);

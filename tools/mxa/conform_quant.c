@@ -55,13 +55,8 @@ static void model_row(const float *x, int64_t n, mxa_rule rule, uint8_t *packed,
     for (int64_t b = 0; b < nblk; b++) {
         const int64_t len = n - b * 32 < 32 ? n - b * 32 : 32;
         const float *xb = x + b * 32;
-        int finite = 1;
-        float m = 0.0f;
-        for (int64_t i = 0; i < len; i++) {
-            if (!isfinite(xb[i])) finite = 0;
-            else if (fabsf(xb[i]) > m) m = fabsf(xb[i]);
-        }
-        if (!finite) { /* NaN scale, zero codes */
+        float m;
+        if (!conform_block_max(xb, len, &m)) { /* NaN scale, zero codes */
             scales[b] = 0xFF;
             continue;
         }
@@ -74,6 +69,29 @@ static void model_row(const float *x, int64_t n, mxa_rule rule, uint8_t *packed,
         }
         /* padding elements are +0: code 0, already there */
     }
+}
+
+int conform_block_max(const float *x, int64_t len, float *max_abs)
+{
+    int finite = 1;
+    float m = 0.0f;
+    for (int64_t i = 0; i < len; i++) {
+        if (!isfinite(x[i])) finite = 0;
+        else if (fabsf(x[i]) > m) m = fabsf(x[i]);
+    }
+    *max_abs = m;
+    return finite;
+}
+
+void conform_special_row(conform_rng *g, float *row, int64_t cols, uint64_t one_in, int keep_one)
+{
+    const uint64_t special = conform_next(g) % one_in;
+    const int64_t at = (int64_t)(conform_next(g) % (uint64_t)cols);
+    if (special == 0) row[at] = NAN;
+    else if (special == 1) row[at] = (conform_next(g) & 1) ? INFINITY : -INFINITY;
+    else if (special == 2) memset(row, 0, (size_t)cols * sizeof(float));
+    else if (special == 3) for (int64_t j = 0; j < cols; j++) row[j] = -0.0f;
+    else if (special == 4 && keep_one) for (int64_t j = 0; j < cols; j++) row[j] = j == at ? row[j] : 0.0f;
 }
 
 int conform_model_exponent(float max_abs, mxa_rule rule)
@@ -247,13 +265,7 @@ static void fill_random(conform_rng *g, float *x, int64_t rows, int64_t cols)
         const int ex = -150 + (int)(conform_next(g) % 278); /* 2^-150 .. 2^127 */
         const int kind = (int)(conform_next(g) % 8);
         for (int64_t j = 0; j < cols; j++) row[j] = random_value(g, ex, kind < 3 ? 0 : kind < 5 ? 1 : kind < 7 ? 2 : 0);
-        const uint64_t special = conform_next(g) % 64;
-        const int64_t at = (int64_t)(conform_next(g) % (uint64_t)cols);
-        if (special == 0) row[at] = NAN;
-        else if (special == 1) row[at] = (conform_next(g) & 1) ? INFINITY : -INFINITY;
-        else if (special == 2) memset(row, 0, (size_t)cols * sizeof(float));
-        else if (special == 3) for (int64_t j = 0; j < cols; j++) row[j] = -0.0f;
-        else if (special == 4) for (int64_t j = 0; j < cols; j++) row[j] = j == at ? row[j] : 0.0f;
+        conform_special_row(g, row, cols, 64, 1);
     }
 }
 

@@ -61,13 +61,8 @@ static void model_row(const float *x, int64_t n, uint8_t *codes, uint8_t *scales
     for (int64_t b = 0; b < nblk; b++) {
         const int64_t len = n - b * 32 < 32 ? n - b * 32 : 32;
         const float *xb = x + b * 32;
-        float m = 0.0f;
-        int finite = 1;
-        for (int64_t i = 0; i < len; i++) {
-            if (!isfinite(xb[i])) finite = 0;
-            else if (fabsf(xb[i]) > m) m = fabsf(xb[i]);
-        }
-        if (!finite) { /* NaN scale, zero codes */
+        float m;
+        if (!conform_block_max(xb, len, &m)) { /* NaN scale, zero codes */
             scales[b] = 0xFF;
             continue;
         }
@@ -159,12 +154,7 @@ static void fill_random(conform_rng *g, float *x, int64_t rows, int64_t cols)
         const int ex = -150 + (int)(conform_next(g) % 278);
         const int few = (int)(conform_next(g) % 3) == 0;
         for (int64_t j = 0; j < cols; j++) row[j] = random_value(g, ex, few);
-        const uint64_t special = conform_next(g) % 32;
-        const int64_t at = (int64_t)(conform_next(g) % (uint64_t)cols);
-        if (special == 0) row[at] = NAN;
-        else if (special == 1) row[at] = (conform_next(g) & 1) ? INFINITY : -INFINITY;
-        else if (special == 2) memset(row, 0, (size_t)cols * sizeof(float));
-        else if (special == 3) for (int64_t j = 0; j < cols; j++) row[j] = -0.0f;
+        conform_special_row(g, row, cols, 32, 0);
     }
 }
 
