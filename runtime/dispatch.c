@@ -292,7 +292,8 @@ static mxa_status nvfp4_attention(mxa_device *dev, const mxa_attention_call *cal
         }
     }
     const mxa_attention_dims dm = {call->q.b, call->q.h, call->k.h, call->q.n, call->k.n, call->q.d, call->desc.scale};
-    if (!st) st = mxa_reference_run(&call->desc, call->bc, &dm, NULL, host[0], host[1], host[2], host[3], call->lse, NULL);
+    const mxa_reference_extras ex = {call->bias, {0}, NULL}; /* a host bias, gathered dense by call_prepare */
+    if (!st) st = mxa_reference_run(&call->desc, call->bc, &dm, &ex, host[0], host[1], host[2], host[3], call->lse, NULL);
     if (!st && copy[3])
         st = dev->ops->buffer_upload(dev->impl, call->o.buffer, call->o.offset, copy[3],
                                      (size_t)(dm.b * dm.h * dm.nq * dm.d) * sizeof(float));
@@ -400,8 +401,8 @@ static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, 
     if (desc->format == MXA_FORMAT_NVFP4 && strcmp(dev->ops->name, "cpu") != 0)
         return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the NVFP4 baseline runs on the \"cpu\" device only, not on %s",
                         dev->probed->info.id);
-    if (desc->format == MXA_FORMAT_NVFP4 && (desc->bias || desc->mask || desc->key_lengths))
-        return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the NVFP4 baseline takes no bias, mask or key lengths");
+    if (desc->format == MXA_FORMAT_NVFP4 && (desc->mask || desc->key_lengths || (desc->bias && desc->bias->buffer)))
+        return mxa_fail(MXA_ERR_UNSUPPORTED, "attention: the NVFP4 baseline takes no mask, key lengths or bias in a device buffer");
     if ((st = extras_check(dev, desc, o, lse))) return st;
     if (o->buffer && (st = check_device_tensor(dev, o, "out", DT(MXA_F32) | DT(MXA_F16) | DT(MXA_BF16)))) return st;
     if (lse && lse->buffer && (st = check_device_tensor(dev, lse, "lse", DT(MXA_F32)))) return st;

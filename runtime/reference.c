@@ -235,7 +235,7 @@ static void row_attention(const mxa_attention_desc *desc, int bc, const mxa_atte
 }
 
 /* Row i of a dense [b|1, h|1, nq, nk] side array for (b, h), or NULL when absent. */
-static const void *side_row(const mxa_side_array *a, size_t esize, int64_t b, int64_t h, int64_t i)
+const void *mxa_side_row(const mxa_side_array *a, size_t esize, int64_t b, int64_t h, int64_t i)
 {
     if (!a->host) return NULL;
     const int64_t bb = a->b == 1 ? 0 : b, hh = a->h == 1 ? 0 : h;
@@ -249,10 +249,10 @@ mxa_status mxa_reference_run(const mxa_attention_desc *desc, int bc, const mxa_a
     static const mxa_reference_extras none = {{0}, {0}, NULL};
     const mxa_reference_extras *ex = extras ? extras : &none;
     if (desc->format == MXA_FORMAT_NVFP4) {
-        if (ex->bias.host || ex->mask.host || ex->key_lengths || desc->causal == MXA_CAUSAL_TOP_LEFT)
+        if (ex->mask.host || ex->key_lengths || desc->causal == MXA_CAUSAL_TOP_LEFT)
             return mxa_fail(MXA_ERR_UNSUPPORTED,
-                            "reference attention: the NVFP4 baseline takes no bias, mask, key lengths or top-left causal");
-        return mxa_reference_nvfp4_run(desc, bc, dm, q, k, v, o, lse, row_sums);
+                            "reference attention: the NVFP4 baseline takes no mask, key lengths or top-left causal");
+        return mxa_reference_nvfp4_run(desc, bc, dm, ex->bias.host ? &ex->bias : NULL, q, k, v, o, lse, row_sums);
     }
     mxa_status st = mxa_bc_check(bc);
     if (st) return st;
@@ -282,8 +282,8 @@ mxa_status mxa_reference_run(const mxa_attention_desc *desc, int bc, const mxa_a
             if ((st = head_prepare(desc, dm, nkb, qh, kh, vh, &in))) break;
             for (int64_t i = 0; i < nq; i++) {
                 const int64_t row = row0 + i;
-                row_attention(desc, bc, dm, nkb, &in, i, side_row(&ex->bias, sizeof(float), b, h, i),
-                              side_row(&ex->mask, 1, b, h, i), &p, s, acc, o + row * d, lse ? lse + row : NULL,
+                row_attention(desc, bc, dm, nkb, &in, i, mxa_side_row(&ex->bias, sizeof(float), b, h, i),
+                              mxa_side_row(&ex->mask, 1, b, h, i), &p, s, acc, o + row * d, lse ? lse + row : NULL,
                               row_sums ? row_sums + row : NULL);
             }
             head_free(&in);

@@ -31,6 +31,7 @@
 
 #include "hadamard.h"
 #include "nvfp4.h"
+#include "reference.h"
 #include "reference_nvfp4.h"
 #include "status.h"
 
@@ -142,7 +143,8 @@ out:
 
 /* One query row through the online softmax. `p` holds one tile. */
 static void nv_row(const mxa_attention_desc *desc, int bc, const mxa_attention_dims *dm, const nv_inputs *in,
-                   int64_t bh, int64_t i, float *p, float *p_hat, float *acc, float *o, float *lse, float *row_sum)
+                   int64_t bh, int64_t i, const float *bias_row, float *p, float *p_hat, float *acc, float *o, float *lse,
+                   float *row_sum)
 {
     const int64_t d = dm->d, nk = dm->nk, group = dm->h / dm->hkv;
     const int64_t hk = (bh / dm->h) * dm->hkv + (bh % dm->h) / group;
@@ -164,6 +166,7 @@ static void nv_row(const mxa_attention_desc *desc, int bc, const mxa_attention_d
             float s = dot(qi, kh + (j0 + j) * d, d);
             if (desc->smooth) s += dot(in->q_mean + bh * d, in->k_smooth + (hk * nk + j0 + j) * d, d);
             p[j] = s * dm->scale;
+            if (bias_row) p[j] += bias_row[j0 + j]; /* one fp32 addition, as the MXFP4 reference; -inf hides the key */
             if (p[j] > tile_max) tile_max = p[j];
         }
         const float m_new = tile_max > m ? tile_max : m;
@@ -200,8 +203,8 @@ static void nv_row(const mxa_attention_desc *desc, int bc, const mxa_attention_d
 }
 
 mxa_status mxa_reference_nvfp4_run(const mxa_attention_desc *desc, int bc, const mxa_attention_dims *dm,
-                                   const float *q, const float *k, const float *v, float *o, float *lse,
-                                   float *row_sums)
+                                   const mxa_side_array *bias, const float *q, const float *k, const float *v, float *o,
+                                   float *lse, float *row_sums)
 {
     nv_inputs in;
     mxa_status st = mxa_bc_check(bc);
@@ -216,7 +219,8 @@ mxa_status mxa_reference_nvfp4_run(const mxa_attention_desc *desc, int bc, const
     for (int64_t bh = 0; bh < dm->b * dm->h; bh++)
         for (int64_t i = 0; i < dm->nq; i++) {
             const int64_t row = bh * dm->nq + i;
-            nv_row(desc, bc, dm, &in, bh, i, p, p_hat, acc, o + row * dm->d, lse ? lse + row : NULL,
+            const float *bias_row = bias ? mxa_side_row(bias, sizeof(float), bh / dm->h, bh % dm->h, i) : NULL;
+            nv_row(desc, bc, dm, &in, bh, i, bias_row, p, p_hat, acc, o + row * dm->d, lse ? lse + row : NULL,
                    row_sums ? row_sums + row : NULL);
         }
     nv_free(&in);

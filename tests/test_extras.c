@@ -558,6 +558,48 @@ static void test_async(void **state)
 
 /* ---------------------------------------------------------------- misuse */
 
+/* The NVFP4 baseline takes a host bias as the MXFP4 reference does (added to the scaled
+ * scores): a zero bias changes nothing, and +20 on one key makes that key's (NVFP4) V row
+ * the output, on the reference and the CPU device alike. */
+static void test_nvfp4_bias(void **state)
+{
+    (void)state;
+    problem p = make(3, 1, 2, 2, 3, 32, 32);
+    memset(p.q, 0, (size_t)(p.h * p.nq * p.d) * 4); /* every score 0: uniform weights without a bias */
+    mxa_attention_desc desc = recipe(MXA_RECIPE_OCP_DIRECT, 0);
+    desc.format = MXA_FORMAT_NVFP4;
+    const size_t osize = (size_t)(p.h * p.nq * p.d);
+    float *plain = malloc(osize * 4);
+    assert_non_null(plain);
+    assert_int_equal(run_ref(&p, &desc), MXA_OK);
+    memcpy(plain, p.o, osize * 4);
+    add_bias(&p, 1, 2); /* zeros */
+    for (int dev = 0; dev < 2; dev++) {
+        assert_int_equal(dev ? run_cpu(&p, &desc) : run_ref(&p, &desc), MXA_OK);
+        assert_memory_equal(p.o, plain, osize * 4);
+    }
+    for (int64_t i = 0; i < p.nq; i++) p.bias[(1 * p.nq + i) * p.nk + 5] = 20.0f;
+    const float *v5 = v_row(&p, 0, 1, 5);
+    float vmax = 0.0f;
+    for (int c = 0; c < 32; c++) vmax = fmaxf(vmax, fabsf(v5[c]));
+    for (int dev = 0; dev < 2; dev++) {
+        assert_int_equal(dev ? run_cpu(&p, &desc) : run_ref(&p, &desc), MXA_OK);
+        for (int64_t i = 0; i < p.nq; i++) {
+            const float *o = p.o + (1 * p.nq + i) * p.d, *was = plain + (1 * p.nq + i) * p.d;
+            float off_v5 = 0.0f, off_plain = 0.0f;
+            for (int c = 0; c < 32; c++) {
+                off_v5 = fmaxf(off_v5, fabsf(o[c] - v5[c]));
+                off_plain = fmaxf(off_plain, fabsf(o[c] - was[c]));
+            }
+            assert_true(off_v5 <= 0.25f * vmax);   /* V row 5 up to NVFP4's rounding of it */
+            assert_true(off_plain > 0.25f * vmax); /* not the mean of V any more */
+        }
+        assert_memory_equal(p.o, plain, (size_t)(p.nq * p.d) * 4); /* head 0 has no bias */
+    }
+    free(plain);
+    drop(&p);
+}
+
 static void expect_fail(problem *p, const mxa_attention_desc *desc, mxa_status want, const char *words)
 {
     const size_t n = (size_t)(p->b * p->h * p->nq * p->d) * 4;
@@ -618,7 +660,7 @@ static void test_misuse(void **state)
     expect_fail(&p, &desc, MXA_ERR_INVALID_ARGUMENT, "causal is -1");
     desc.causal = 0;
 
-    /* the NVFP4 baseline takes none of them */
+    /* the NVFP4 baseline takes no mask, key lengths or top-left causal (a host bias: test_nvfp4_bias) */
     mxa_attention_desc nv = desc;
     nv.format = MXA_FORMAT_NVFP4;
     nv.causal = MXA_CAUSAL_TOP_LEFT;
@@ -648,6 +690,7 @@ int main(void)
         cmocka_unit_test(test_broadcast_and_neutral),
         cmocka_unit_test(test_definition),
         cmocka_unit_test(test_bias_dtypes_and_strides),
+        cmocka_unit_test(test_nvfp4_bias),
         cmocka_unit_test(test_buffer_outputs),
         cmocka_unit_test(test_async),
         cmocka_unit_test(test_misuse),
