@@ -196,8 +196,8 @@ int block_exp(int e) { return e == NO_BLOCK ? 0 : e; } // an all-zero block: any
 float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
 float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShuffleXor(x, 2u); }
 
-// 2^e as a float for any e (subnormal below -126, 0 below -149), from bits: no arithmetic
-float pow2_any(int e) { return uintBitsToFloat(e >= -126 ? uint(e + 127) << 23 : e >= -149 ? 1u << uint(e + 149) : 0u); }
+// 2^e as a float for any e <= 127 (subnormal below -126, 0 below -149), from bits: no arithmetic
+float pow2_any(int e) { return uintBitsToFloat(mx_pow2_bits(e)); }
 
 // MXFP4(p) * 2^12 (mxfp4.glsl's P^ rounding, then the scale that keeps P^ exact in fp16)
 float quantize_p(float p, uint exb, float sat) { return mx_quantize_p(p, exb, sat) * P_SCALE; }

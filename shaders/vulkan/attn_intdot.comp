@@ -125,7 +125,7 @@ int p_code(float w)
 }
 
 // 2^e for -149 <= e <= 127, as bits
-float pow2(int e) { return uintBitsToFloat(e >= -126 ? uint(e + 127) << 23 : 1u << uint(e + 149)); }
+float pow2(int e) { return uintBitsToFloat(mx_pow2_bits(e)); }
 
 void main()
 {

@@ -46,9 +46,9 @@ uint mx_code(uint absbits, int e)
     return r < 1.0 ? uint(2.0 * r) : ((rb >> 23) - 126u) << 1 | (rb >> 22 & 1u);
 }
 
-// The bits of 2^e, -127 <= e <= 127: no arithmetic, so 2^-127 (subnormal) survives a
-// device that flushes denormal results.
-uint mx_pow2_bits(int e) { return e >= -126 ? uint(e + 127) << 23 : 0x400000u; }
+// The bits of 2^e, e <= 127 (subnormal below -126, 0 below -149): no arithmetic, so a
+// subnormal power survives a device that flushes denormal results.
+uint mx_pow2_bits(int e) { return e >= -126 ? uint(e + 127) << 23 : e >= -149 ? 1u << uint(e + 149) : 0u; }
 
 bool mx_nonfinite(uint bits) { return (bits & 0x7f800000u) == 0x7f800000u; }
 

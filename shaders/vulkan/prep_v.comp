@@ -113,12 +113,11 @@ void main()
     y4[dst4 + 1u] = uvec4(words[4], words[5], words[6], words[7]);
 #ifdef ALIGN_V
     // the factor (1 unless low), as bits: 0 below 2^-149
-    colscale[(head * uint(D) + c) * nblocks + blk] =
-        !low ? 0x3f800000u : shift >= -126 ? uint(shift + 127) << 23 : shift >= -149 ? 1u << uint(shift + 149) : 0u;
+    colscale[(head * uint(D) + c) * nblocks + blk] = low ? mx_pow2_bits(shift) : 0x3f800000u;
     if (low) atomicOr(colmax[pc.heads * uint(D) + head * (pc.n_pad / 64u) + blk / 2u], 1u);
 #else
     // 2^(e - 1), e >= -127: 2^-128 is subnormal, written as bits (no arithmetic to flush)
-    colscale[(head * uint(D) + c) * nblocks + blk] = e >= -125 ? uint(e + 126) << 23 : 0x400000u >> uint(-126 - e);
+    colscale[(head * uint(D) + c) * nblocks + blk] = mx_pow2_bits(e - 1);
 #endif
 }
 #else
