@@ -26,18 +26,28 @@ int mxa_exponent(uint mbits, int ceil_rule, uint thr, int pow2_dec)
     return clamp(e, -127, 127);
 }
 
+/* The biased exponent and fraction of |x| (abits = |x| bits, nonzero, finite), a
+ * subnormal normalised (exponent <= 0) so that exponent arithmetic on it stays exact. */
+int mxa_unpack(uint abits, uint *man)
+{
+    int ex = (int)(abits >> 23);
+    uint m = abits & 0x7fffffu;
+    if (ex == 0) {
+        const int p = 31 - (int)clz(m);
+        m = (m << (23 - p)) & 0x7fffffu;
+        ex = p - 22;
+    }
+    *man = m;
+    return ex;
+}
+
 /* 3-bit E2M1 code of |x| * 2^-e (abits = |x| bits, finite): round to nearest,
  * ties to even, saturating. The scaling is done on the exponent field. */
 uint mxa_e2m1_code(uint abits, int e)
 {
     if (abits == 0u) return 0u;
-    int ex = (int)(abits >> 23);
-    uint man = abits & 0x7fffffu;
-    if (ex == 0) { /* subnormal: normalise so the exponent arithmetic stays exact */
-        const int p = 31 - (int)clz(man);
-        man = (man << (23 - p)) & 0x7fffffu;
-        ex = p - 22;
-    }
+    uint man;
+    const int ex = mxa_unpack(abits, &man);
     const int ev = ex - e; /* biased exponent of |x| 2^-e */
     if (ev < 124) return 0u; /* below 0.125 */
     const uint vb = ((uint)min(ev, 200) << 23) | man;
@@ -84,13 +94,8 @@ int mxa_fp8_exponent(uint mbits)
 uint mxa_e4m3_code(uint abits, int e)
 {
     if (abits == 0u) return 0u;
-    int ex = (int)(abits >> 23);
-    uint man = abits & 0x7fffffu;
-    if (ex == 0) { /* subnormal: normalise so the exponent arithmetic stays exact */
-        const int p = 31 - (int)clz(man);
-        man = (man << (23 - p)) & 0x7fffffu;
-        ex = p - 22;
-    }
+    uint man;
+    const int ex = mxa_unpack(abits, &man);
     const int ev = ex - 127 - e; /* |x| 2^-e = 1.man x 2^ev */
     if (ev > 8) return 0x7Eu;
     if (ev >= -6) { /* normal in E4M3: keep 3 fraction bits */

@@ -6,6 +6,20 @@
  * integers in [-12, 12]) and one exponent byte per block.
  */
 
+/* The largest magnitude's bits of n values into *maxbits; 0 if one is NaN or Inf. */
+int mxa_block_maxbits(__global const float *src, int n, uint *maxbits)
+{
+    uint m = 0u;
+    int finite = 1;
+    for (int i = 0; i < n; i++) {
+        const uint a = as_uint(src[i]) & 0x7fffffffu;
+        if (a >= 0x7f800000u) finite = 0;
+        m = max(m, a);
+    }
+    *maxbits = m;
+    return finite;
+}
+
 /* mxa_quantize: one work-item per (block, row). x: rows x cols, contiguous. */
 __kernel void mxa_quantize_rows(__global const float *x, ulong x_off, int rows, int cols, int nblocks,
                                 int ceil_rule, uint thr, int pow2_dec, __global uchar *codes,
@@ -15,13 +29,8 @@ __kernel void mxa_quantize_rows(__global const float *x, ulong x_off, int rows, 
     if (blk >= nblocks || row >= rows) return;
     __global const float *src = x + x_off + (size_t)row * cols + blk * 32;
     const int n = min(32, cols - blk * 32);
-    uint maxbits = 0u;
-    int finite = 1;
-    for (int i = 0; i < n; i++) {
-        const uint a = as_uint(src[i]) & 0x7fffffffu;
-        if (a >= 0x7f800000u) finite = 0;
-        maxbits = max(maxbits, a);
-    }
+    uint maxbits;
+    const int finite = mxa_block_maxbits(src, n, &maxbits);
     __global uchar *out = codes + ((size_t)row * nblocks + blk) * 16;
     if (!finite) {
         for (int i = 0; i < 16; i++) out[i] = 0;
@@ -49,13 +58,8 @@ __kernel void mxa_quantize_rows_fp8(__global const float *x, ulong x_off, int ro
     if (blk >= nblocks || row >= rows) return;
     __global const float *src = x + x_off + (size_t)row * cols + blk * 32;
     const int n = min(32, cols - blk * 32);
-    uint maxbits = 0u;
-    int finite = 1;
-    for (int i = 0; i < n; i++) {
-        const uint a = as_uint(src[i]) & 0x7fffffffu;
-        if (a >= 0x7f800000u) finite = 0;
-        maxbits = max(maxbits, a);
-    }
+    uint maxbits;
+    const int finite = mxa_block_maxbits(src, n, &maxbits);
     __global uchar *out = codes + ((size_t)row * nblocks + blk) * 32;
     if (!finite) {
         for (int i = 0; i < 32; i++) out[i] = 0;
