@@ -182,7 +182,7 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
         const vk_coopmat_shape *t = vk_caps_find_shape(c, VK_CT_F16, VK_CT_F32, 16, ns[ni], 16);
         if (t && c->quad_ok[ns[ni] == 16 ? 0 : 1]) pv = t;
     }
-    if (pv8) { /* P V on the S configuration: 16x16x32, with the int8 A matrix's layout measured */
+    if (pv8) { /* P V on the S configuration: 16x16x32 (P^ reaches its A matrices through shared memory) */
         if (s->n != 16 || s->k != 32) return WHY("int8 P V needs the int8 16x16x32 configuration for both products");
         pv = s;
     }
