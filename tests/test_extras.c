@@ -596,6 +596,21 @@ static void test_nvfp4_bias(void **state)
         }
         assert_memory_equal(p.o, plain, (size_t)(p.nq * p.d) * 4); /* head 0 has no bias */
     }
+    /* a bias in a device buffer is refused, the output untouched */
+    call_tensors t;
+    tensors(&p, &desc, &t);
+    const size_t side = (size_t)(2 * p.nq * p.nk) * 4;
+    mxa_buffer *sb;
+    assert_int_equal(mxa_buffer_create(cpu, side, &sb), MXA_OK);
+    assert_int_equal(mxa_buffer_upload(sb, 0, p.bias, side), MXA_OK);
+    mxa_tensor bias = t.bias;
+    bias.data = NULL, bias.buffer = sb, bias.offset = 0;
+    t.desc.bias = &bias;
+    for (size_t e = 0; e < osize; e++) p.o[e] = 7.0f;
+    assert_int_equal(mxa_attention(cpu, &t.desc, &t.q, &t.k, &t.v, &t.o, &t.lse, NULL), MXA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(mxa_last_error_message(), "bias in a device buffer"));
+    for (size_t e = 0; e < osize; e++) assert_true(p.o[e] == 7.0f);
+    mxa_buffer_destroy(sb);
     free(plain);
     drop(&p);
 }
