@@ -64,6 +64,9 @@ int conform_problem_make(conform_problem *p, const conform_attn_params *a, uint6
     for (int64_t c = 0; c < a->d && c < 512; c++) mean[c] = (float)conform_normal(&g);
     for (int64_t i = 0; i < nkv; i++)
         p->v[i] = a->flavour == CONFORM_DATA_ONES ? 1.0f : mean[(i % a->d) % 512] + (float)conform_normal(&g);
+    if (a->flavour == CONFORM_DATA_WIDE) /* every 3rd 32-key block of V / 2^6: blocks far below their column's largest */
+        for (int64_t i = 0; i < nkv; i++)
+            if ((i / a->d % a->nk) / 32 % 3 == 1) p->v[i] *= 1.0f / 64.0f;
     /* half-precision inputs: the reference sees exactly the values the device gets */
     if (a->in_dtype != MXA_F32) {
         for (int64_t i = 0; i < nq; i++) p->q[i] = round_to(p->q[i], a->in_dtype);
@@ -575,7 +578,7 @@ void conform_attn_case_params(const conform_case *c, uint64_t seed, conform_attn
 static const char *const flavour_what[] = {
     "attention-like data (outlier channels)", "sharp scores (x3): near one-hot softmax",
     "flat scores (x0.1): near-uniform weights", "v = 1",
-    "wide rows: one Q/K block 2^8 off the rest (per-block scaling paths)",
+    "wide rows: one Q/K block 2^8 off the rest, every 3rd V key block 2^-6 (per-block scaling paths)",
 };
 
 static int add(conform_case_list *list, const char *name, unsigned flags, const conform_attn_params *a, int scale_milli)
