@@ -270,7 +270,7 @@ static mxa_status run_mma(run *r)
     r->s.nk_pad = (r->s.nk + call->bc - 1) / call->bc * call->bc;
     const size_t qrows = (size_t)r->s.b * r->s.h * r->s.nq_pad, krows = (size_t)r->s.b * r->s.hkv * r->s.nk_pad;
     const size_t dim = (size_t)r->s.d;
-    cl_mem q8 = NULL, k8 = NULL, v8 = NULL, qe = NULL, ke = NULL, ve = NULL;
+    cl_mem q8 = NULL, k8 = NULL, v8 = NULL, qe = NULL, ke = NULL, ve = NULL, vx = NULL;
     cl_program prep = NULL, prog = NULL;
     cl_kernel kqk = NULL, kv = NULL, k = NULL;
     /* Switches for experiments: MXA_OPENCL_EXACT_EXP (exp() instead of ex2),
@@ -285,11 +285,13 @@ static mxa_status run_mma(run *r)
              exact_exp ? " -DMXA_EXACT_EXP" : "", no_async ? " -DMXA_NO_CP_ASYNC" : "",
              mxa_env_flag("MXA_OPENCL_PER_BLOCK_QK") ? " -DMXA_QK_CHAIN=0" : "", r->extra_options);
     const size_t sf = sizeof(float);
+    /* V's column exponents [b * hkv][D] and key-block flags [b * hkv][nk_pad / 32] (prep.cl) */
+    const size_t kv_heads = (size_t)r->s.b * r->s.hkv, vx_bytes = kv_heads * (dim + (size_t)r->s.nk_pad / 32) * sizeof(cl_uint);
     mxa_status st;
     if ((st = mxa_cl_scratch(d, SCRATCH_QP, qrows * dim, &q8)) || (st = mxa_cl_scratch(d, SCRATCH_QS, qrows * dim / 32 * sf, &qe)) ||
         (st = mxa_cl_scratch(d, SCRATCH_KP, krows * dim, &k8)) || (st = mxa_cl_scratch(d, SCRATCH_KS, krows * dim / 32 * sf, &ke)) ||
         (st = mxa_cl_scratch(d, SCRATCH_VP, krows * dim, &v8)) || (st = mxa_cl_scratch(d, SCRATCH_VS, krows * dim / 32 * sf, &ve)) ||
-        (st = mxa_cl_program(d, CL_FAMILY_PREP, "-cl-std=CL1.2", &prep)) ||
+        (st = mxa_cl_scratch(d, SCRATCH_VX, vx_bytes, &vx)) || (st = mxa_cl_program(d, CL_FAMILY_PREP, "-cl-std=CL1.2", &prep)) ||
         (st = mxa_cl_kernel(d, prep, "mxa_prep_qk_i8", &kqk)) || (st = mxa_cl_kernel(d, prep, "mxa_prep_v_i8", &kv)) ||
         (st = mxa_cl_program(d, CL_FAMILY_MMA, options, &prog)) || (st = mxa_cl_kernel(d, prog, "mxa_attention_mma", &k)))
         goto out;
@@ -307,12 +309,24 @@ static mxa_status run_mma(run *r)
     }
     if (st) goto out;
     {
+        const cl_uint zero = 0;
+        const cl_event *wait = NULL;
+        const cl_uint nwait = mxa_cl_take_wait(d, &wait);
+        const cl_int err = d->cl->EnqueueFillBuffer(d->target, vx, &zero, sizeof zero, 0, vx_bytes, nwait, wait, NULL);
+        if (err != CL_SUCCESS) {
+            st = mxa_cl_fail(err, "clEnqueueFillBuffer (V column exponents)");
+            goto out;
+        }
+    }
+    for (cl_int pass = 0; pass < 2; pass++) { /* the columns' largest exponents, then the codes */
         cl_args a = {d->cl, kv, 0, CL_SUCCESS};
         v_source_args(&a, r);
         rule_args(&a, r);
         mxa_cl_arg(&a, sizeof v8, &v8);
         mxa_cl_arg(&a, sizeof ve, &ve);
-        const size_t global[3] = {dim, (size_t)r->s.nk_pad / 32, (size_t)r->s.b * r->s.hkv};
+        mxa_cl_arg(&a, sizeof vx, &vx);
+        mxa_cl_arg(&a, sizeof pass, &pass);
+        const size_t global[3] = {dim, (size_t)r->s.nk_pad / 32, kv_heads};
         if ((st = mxa_cl_launch(d, &a, 3, global, NULL, r->events, &r->nevents, "mxa_prep_v_i8"))) goto out;
     }
     /* scores in log2 units for ex2, unless the exact exp() is asked for */
@@ -324,6 +338,7 @@ static mxa_status run_mma(run *r)
     mxa_cl_arg(&a, sizeof ke, &ke);
     mxa_cl_arg(&a, sizeof v8, &v8);
     mxa_cl_arg(&a, sizeof ve, &ve);
+    mxa_cl_arg(&a, sizeof vx, &vx);
     attention_out_args(&a, r, scale);
     rule_args(&a, r);
     const size_t global[2] = {128u * (size_t)(r->s.nq_pad / 64), (size_t)r->s.b * r->s.h}, local[2] = {128, 1};

@@ -45,6 +45,7 @@
 #define BIAS_BITS 0x4B400000
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
+#define NO_BLOCK (-1000) /* the exponent of a P block that is all zero */
 
 /* NVIDIA's OpenCL compiler takes GNU `asm`; clang (used for offline checks) wants __asm__ */
 #ifndef MXA_ASM
@@ -114,6 +115,14 @@ float shfl_xor(float v, int mask)
     uint r;
     MXA_ASM volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(as_uint(v)), "r"(mask));
     return as_float(r);
+}
+
+/* bytes of a and b picked by sel (PTX prmt): 0x0040 joins their low bytes, 0x5410 their low halves */
+uint prmt(uint a, uint b, uint sel)
+{
+    uint r;
+    MXA_ASM("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+    return r;
 }
 
 /* max / sum over the 4 lanes of a quad (the lanes sharing rows g, g + 8) */
@@ -201,7 +210,7 @@ void load_tile(__local uint *buf, int j0, int tid, __global const uint4 *kbase, 
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void mxa_attention_mma(__global const uint *q8, __global const float *qe, __global const uint4 *k8,
-                       __global const float *ke, __global const uint4 *v8, __global const float *ve,
+                       __global const float *ke, __global const uint4 *v8, __global const float *ve, __global const uint *vx,
                        __global MXA_OUT_T *o, ulong o_off, __global float *lse, int has_lse, int h, int hkv,
                        int nq, int nk, int nq_pad, int nk_pad, float score_scale, int causal, MXA_EXTRA_PARAMS,
                        int ceil_rule, uint thr, int pow2_dec)
@@ -259,6 +268,9 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
     __global const uint4 *vbase = v8 + (size_t)kvh * MXA_D * (nk_pad / 16);
     __global const float *kfbase = ke + (size_t)kvh * DB * nk_pad;
     __global const uint4 *vfbase = (__global const uint4 *)(ve + (size_t)kvh * (nk_pad / 32) * MXA_D);
+    /* V: each column's largest block exponent + 128, and the key blocks holding a factor (prep.cl) */
+    __global const uint *vcol = vx + (size_t)kvh * MXA_D;
+    __global const uint *vflag = vx + (size_t)(get_num_groups(1) / h) * hkv * MXA_D + (size_t)kvh * (nk_pad / 32);
     if (ntiles > 0) load_tile(stages, 0, tid, kbase, vbase, kfbase, vfbase, nk_pad);
 
     for (int tile = 0; tile < ntiles; tile++) {
@@ -354,80 +366,121 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
                     else if (row < nq) s[nt][i] = mxa_side_apply(s[nt][i], side, row, key, nk, BIAS_FACTOR);
                 }
         }
+        /* ---- row maxima per 32-key block, of S: ex2 is monotonic, so a block's largest
+         * P~ is the ex2 of its largest score (the same operands as that element's P~) */
+        float bs[NKB][2];
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
+        for (int kb = 0; kb < NKB; kb++) {
+            bs[kb][0] = bs[kb][1] = -INFINITY;
 #pragma unroll
-            for (int i = 0; i < 4; i++) mx[i >> 1] = fmax(mx[i >> 1], s[nt][i]);
+            for (int n4 = 0; n4 < 4; n4++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) bs[kb][i >> 1] = fmax(bs[kb][i >> 1], s[kb * 4 + n4][i]);
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                bs[kb][r] = quad_max(bs[kb][r]);
+                mx[r] = fmax(mx[r], bs[kb][r]);
+            }
+        }
         float mnew[2], msub[2], alpha[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            mnew[r] = fmax(m[r], quad_max(mx[r]));
+            mnew[r] = fmax(m[r], mx[r]);
             msub[r] = mnew[r] == -INFINITY ? 0.0f : mnew[r]; /* all masked so far: exp(-inf - 0) = 0 */
             alpha[r] = mnew[r] == -INFINITY ? 1.0f : EXPS(m[r] - mnew[r]);
         }
-        /* ---- P~ = exp(S - m'), P^ = MXFP4(P~) per 32-key block, as the A fragments of P V */
-        uint pa[NKB][4];
-        float fp[NKB][2], nbp[NKB][2], sum_h[2] = {0.0f, 0.0f};
+        /* ---- P~ = exp(S - m') and each block's exponent (NO_BLOCK: all zero) */
 #if !MXA_PNQ
         float sum_t[2] = {0.0f, 0.0f};
 #endif
 #pragma unroll
-        for (int kb = 0; kb < NKB; kb++) {
-            float bm[2] = {0.0f, 0.0f};
+        for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-            for (int n4 = 0; n4 < 4; n4++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const float p = EXPS(s[kb * 4 + n4][i] - msub[i >> 1]);
-                    s[kb * 4 + n4][i] = p;
-                    bm[i >> 1] = fmax(bm[i >> 1], p);
+            for (int i = 0; i < 4; i++) {
+                const float p = EXPS(s[nt][i] - msub[i >> 1]);
+                s[nt][i] = p;
 #if !MXA_PNQ
-                    sum_t[i >> 1] += p;
+                sum_t[i >> 1] += p;
 #endif
-                }
-            /* E2M1 of v = p 2^-e without forming v: the grid step is 0.5, 1 or 2
-             * below 2, 4, 8 (in p: t2 = 2^(e+1), t4 = 2^(e+2)); n = rint(v k) by the
-             * 1.5 x 2^23 trick (one rounding of the exact value: ties to even), and
-             * twice the value is n << (0, 1, 2), saturating at 12. */
-            float t2[2], t4[2], k0[2], k1[2], k2[2];
+            }
+        int pe[NKB][2], hi[2] = {NO_BLOCK, NO_BLOCK}, lo[2] = {-NO_BLOCK, -NO_BLOCK};
+        uint exb[NKB][2];
+        float sat[NKB][2];
+#pragma unroll
+        for (int kb = 0; kb < NKB; kb++)
 #pragma unroll
             for (int r = 0; r < 2; r++) {
-                const int e = mxa_exponent(as_uint(quad_max(bm[r])), ceil_rule, thr, pow2_dec);
-                t2[r] = mxa_pow2(e + 1);
-                t4[r] = mxa_pow2(min(e + 2, 127));
-                k0[r] = mxa_pow2(min(1 - e, 127));
-                k1[r] = mxa_pow2(min(-e, 127));
-                k2[r] = mxa_pow2(min(-e - 1, 127));
-                fp[kb][r] = pow2m1(e);
-                nbp[kb][r] = -BIAS * fp[kb][r];
+                const float pm = EXPS(bs[kb][r] - msub[r]);
+                const int e = mxa_exponent(as_uint(pm), ceil_rule, thr, pow2_dec);
+                exb[kb][r] = (uint)(e + 127) << 23;
+                sat[kb][r] = as_float(exb[kb][r] + 0x01400000u); /* 6 x 2^e */
+                pe[kb][r] = pm == 0.0f ? NO_BLOCK : e;
+                if (pm != 0.0f) {
+                    hi[r] = max(hi[r], e);
+                    lo[r] = min(lo[r], e);
+                }
             }
-            uint tw[4][4]; /* [n4][i] */
+        /* One int32 chain for the tile's blocks where every row's nonzero blocks lie within
+         * 3 binades (codes on the row's unit 2^(hi - 4): |code| <= 96) and no V block of the
+         * tile is stored with a factor (prep.cl); otherwise each block on its own unit. */
+        int vwide = 0;
+#pragma unroll
+        for (int kb = 0; kb < NKB; kb++) vwide |= vflag[j0 / 32 + kb] != 0u;
+        const int chain = !vwide && warp_all((hi[0] == NO_BLOCK || (hi[0] - lo[0] <= 3 && hi[0] >= -60)) &&
+                                             (hi[1] == NO_BLOCK || (hi[1] - lo[1] <= 3 && hi[1] >= -60)));
+        /* ---- P^ = MXFP4(P~) per block, as int8 codes of the A fragments of P V:
+         * clamping at 6 x 2^e saturates, and adding then subtracting c = 2^(max(binade, e) + 22)
+         * rounds to the E2M1 step in that binade, ties to even; code = P^ 2^(1 - unit), an
+         * integer <= 96, lands in the low byte of fma(P^ 2^64, 2^(-63 - unit), 1.5 x 2^23)
+         * (2^64 first: 2^(1 - unit) itself may exceed fp32) */
+        uint pa[NKB][4];
+        float fp[NKB][2];
+#pragma unroll
+        for (int kb = 0; kb < NKB; kb++) {
+            float kc[2];
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int unit = chain ? (hi[r] == NO_BLOCK ? 0 : hi[r] - 3) : (pe[kb][r] == NO_BLOCK ? 0 : pe[kb][r]);
+                kc[r] = as_float(mxa_pow2_bits(-63 - unit));
+                fp[kb][r] = pow2m1(unit);
+            }
+            uint code[4][4]; /* [n4][i], each in its low byte */
 #pragma unroll
             for (int n4 = 0; n4 < 4; n4++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const int r = i >> 1;
-                    const float p = s[kb * 4 + n4][i];
-                    const int lo = p < t2[r], mid = p < t4[r];
-                    const float k = lo ? k0[r] : (mid ? k1[r] : k2[r]);
-                    const uint sh = lo ? 0u : (mid ? 1u : 2u);
-                    const uint n = as_uint(fma(p, k, BIAS)) & 0xffu;
-                    tw[n4][i] = min(n << sh, 12u);
+                    const float pm = fmin(s[kb * 4 + n4][i], sat[kb][r]);
+                    const float c = as_float(max(as_uint(pm), exb[kb][r]) & 0x7f800000u);
+                    const float x = fma(c, 4194304.0f, pm);
+                    const float q = fma(c, -4194304.0f, x);
+                    code[n4][i] = as_uint(fma(q * 18446744073709551616.0f, kc[r], BIAS));
                 }
             /* reg 0/2: row g, reg 1/3: row g + 8; n-tiles 0,1 then 2,3 of the block */
-            pa[kb][0] = tw[0][0] | tw[0][1] << 8 | tw[1][0] << 16 | tw[1][1] << 24;
-            pa[kb][1] = tw[0][2] | tw[0][3] << 8 | tw[1][2] << 16 | tw[1][3] << 24;
-            pa[kb][2] = tw[2][0] | tw[2][1] << 8 | tw[3][0] << 16 | tw[3][1] << 24;
-            pa[kb][3] = tw[2][2] | tw[2][3] << 8 | tw[3][2] << 16 | tw[3][3] << 24;
-#if MXA_PNQ
-            /* the row sums of P^ (twice-codes) from one more mma against ones:
-             * whole rows, the same in the 4 lanes of a quad */
-            float ones[4];
-            mma16832(ones, pa[kb], (uint2)(0x01010101u, 0x01010101u));
-            sum_h[0] = fma(ones[0] - BIAS, fp[kb][0], sum_h[0]);
-            sum_h[1] = fma(ones[2] - BIAS, fp[kb][1], sum_h[1]);
-#endif
+            pa[kb][0] = prmt(prmt(code[0][0], code[0][1], 0x0040u), prmt(code[1][0], code[1][1], 0x0040u), 0x5410u);
+            pa[kb][1] = prmt(prmt(code[0][2], code[0][3], 0x0040u), prmt(code[1][2], code[1][3], 0x0040u), 0x5410u);
+            pa[kb][2] = prmt(prmt(code[2][0], code[2][1], 0x0040u), prmt(code[3][0], code[3][1], 0x0040u), 0x5410u);
+            pa[kb][3] = prmt(prmt(code[2][2], code[2][3], 0x0040u), prmt(code[3][2], code[3][3], 0x0040u), 0x5410u);
         }
+#if MXA_PNQ
+        /* the row sums of P^ from mma against ones: whole rows, the same in a quad's lanes */
+        float sum_h[2] = {0.0f, 0.0f};
+        if (chain) {
+            int d[4] = {BIAS_BITS, BIAS_BITS, BIAS_BITS, BIAS_BITS};
+#pragma unroll
+            for (int kb = 0; kb < NKB; kb++) mma16832_acc(d, pa[kb], (uint2)(0x01010101u, 0x01010101u));
+            sum_h[0] = (as_float(d[0]) - BIAS) * fp[0][0];
+            sum_h[1] = (as_float(d[2]) - BIAS) * fp[0][1];
+        } else {
+#pragma unroll
+            for (int kb = 0; kb < NKB; kb++) {
+                float ones[4];
+                mma16832(ones, pa[kb], (uint2)(0x01010101u, 0x01010101u));
+                sum_h[0] = fma(ones[0] - BIAS, fp[kb][0], sum_h[0]);
+                sum_h[1] = fma(ones[2] - BIAS, fp[kb][1], sum_h[1]);
+            }
+        }
+#endif
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             if (mnew[r] == -INFINITY) continue; /* nothing visible yet: state unchanged (P is 0) */
@@ -439,7 +492,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
 #endif
             m[r] = mnew[r];
         }
-        /* ---- O = alpha O + P^ V^ */
+        /* ---- O = alpha O + P^ V^ (O in units of each column's V unit, applied at the end) */
         if (alpha[0] != 1.0f || alpha[1] != 1.0f) { /* once the maxima settle, most tiles skip this */
 #pragma unroll
             for (int ct = 0; ct < CT; ct++) {
@@ -449,18 +502,32 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
                 acc[ct][3] *= alpha[1];
             }
         }
-#pragma unroll
-        for (int kb = 0; kb < NKB; kb++)
+        if (chain) { /* one int32 sum over the tile's keys per element: |sum| < 2^22 */
 #pragma unroll
             for (int ct = 0; ct < CT; ct++) {
-                float c[4];
-                mma16832(c, pa[kb], vload2(0, vs + (ct * 8 + g) * VPITCH + kb * 8 + 2 * t));
-                const float2 fv = vload2(0, vf + kb * MXA_D + ct * 8 + 2 * t);
-                acc[ct][0] = fma(fma(c[0], fp[kb][0], nbp[kb][0]), fv.x, acc[ct][0]);
-                acc[ct][1] = fma(fma(c[1], fp[kb][0], nbp[kb][0]), fv.y, acc[ct][1]);
-                acc[ct][2] = fma(fma(c[2], fp[kb][1], nbp[kb][1]), fv.x, acc[ct][2]);
-                acc[ct][3] = fma(fma(c[3], fp[kb][1], nbp[kb][1]), fv.y, acc[ct][3]);
+                int d[4] = {BIAS_BITS, BIAS_BITS, BIAS_BITS, BIAS_BITS};
+#pragma unroll
+                for (int kb = 0; kb < NKB; kb++) mma16832_acc(d, pa[kb], vload2(0, vs + (ct * 8 + g) * VPITCH + kb * 8 + 2 * t));
+                acc[ct][0] = fma(as_float(d[0]) - BIAS, fp[0][0], acc[ct][0]);
+                acc[ct][1] = fma(as_float(d[1]) - BIAS, fp[0][0], acc[ct][1]);
+                acc[ct][2] = fma(as_float(d[2]) - BIAS, fp[0][1], acc[ct][2]);
+                acc[ct][3] = fma(as_float(d[3]) - BIAS, fp[0][1], acc[ct][3]);
             }
+        } else { /* each block on its own P unit, times its V factors */
+#pragma unroll
+            for (int kb = 0; kb < NKB; kb++)
+#pragma unroll
+                for (int ct = 0; ct < CT; ct++) {
+                    float c[4];
+                    mma16832(c, pa[kb], vload2(0, vs + (ct * 8 + g) * VPITCH + kb * 8 + 2 * t));
+                    const float2 fv = vload2(0, vf + kb * MXA_D + ct * 8 + 2 * t);
+                    const float nb0 = -BIAS * fp[kb][0], nb1 = -BIAS * fp[kb][1];
+                    acc[ct][0] = fma(fma(c[0], fp[kb][0], nb0), fv.x, acc[ct][0]);
+                    acc[ct][1] = fma(fma(c[1], fp[kb][0], nb0), fv.y, acc[ct][1]);
+                    acc[ct][2] = fma(fma(c[2], fp[kb][1], nb1), fv.x, acc[ct][2]);
+                    acc[ct][3] = fma(fma(c[3], fp[kb][1], nb1), fv.y, acc[ct][3]);
+                }
+        }
     }
     /* ---- O = O~ / l; rows that saw no key give 0 and LSE = -inf */
 #if MXA_PNQ
@@ -475,8 +542,11 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         const size_t dst = o_off + ((size_t)bh * nq + row) * MXA_D + 2 * t;
 #pragma unroll
         for (int ct = 0; ct < CT; ct++) {
-            mxa_store_out(o, dst + ct * 8, lt[r] != 0.0f ? acc[ct][2 * r] / lt[r] : 0.0f);
-            mxa_store_out(o, dst + ct * 8 + 1, lt[r] != 0.0f ? acc[ct][2 * r + 1] / lt[r] : 0.0f);
+            /* the column's unit 2^(E - 4) (0 for a column with no nonzero block) */
+            const uint c0 = vcol[ct * 8 + 2 * t], c1 = vcol[ct * 8 + 2 * t + 1];
+            const float u0 = c0 ? pow2m1((int)c0 - 131) : 0.0f, u1 = c1 ? pow2m1((int)c1 - 131) : 0.0f;
+            mxa_store_out(o, dst + ct * 8, lt[r] != 0.0f ? acc[ct][2 * r] * u0 / lt[r] : 0.0f);
+            mxa_store_out(o, dst + ct * 8 + 1, lt[r] != 0.0f ? acc[ct][2 * r + 1] * u1 / lt[r] : 0.0f);
         }
         if (has_lse && t == 0) lse[lse_off + (size_t)bh * nq + row] = lt[r] != 0.0f ? M_TO_NATURAL(m[r]) + log(lt[r]) : -INFINITY;
     }

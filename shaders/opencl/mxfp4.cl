@@ -62,6 +62,13 @@ float mxa_pow2(int e)
     return e >= -126 ? as_float((uint)(e + 127) << 23) : as_float(0x00400000u);
 }
 
+/* The bits of 2^e for any e <= 127 (subnormal below -126, 0 below -149): no
+ * arithmetic, so a subnormal power survives a device that flushes results. */
+uint mxa_pow2_bits(int e)
+{
+    return e >= -126 ? (uint)(e + 127) << 23 : e >= -149 ? 1u << (e + 149) : 0u;
+}
+
 /* Twice the E2M1 magnitude of a 3-bit code: 0 1 2 3 4 6 8 12. */
 int mxa_e2m1_twice(uint code)
 {

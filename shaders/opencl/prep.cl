@@ -319,11 +319,18 @@ int mxa_v_key(int p)
 }
 
 /* V as int8 codes transposed [bh][D][n_pad] (keys permuted inside each block
- * by mxa_v_key, words by mxa_word_pos) and scales 2^(e-1) [bh][n_pad/32][D]. One work-item per
+ * by mxa_v_key, words by mxa_word_pos), each column's codes on one unit
+ * 2^(E - 4), E the column's largest block exponent, so that the attention
+ * kernel chains the blocks of a tile in one int32 product: pass 0 finds E
+ * (atomic max of E + 128 into colx[bh * D + c], 0: no block; colx zeroed
+ * first); pass 1 shifts a block's codes left by e - E + 3 (0..3: |code| <= 96)
+ * with factor 1 in exps [bh][n_pad/32][D], or keeps the codes of a block more
+ * than 3 binades below E unshifted with the factor 2^(e - E + 3) and flags
+ * its key block in colx[heads * D + bh * n_pad / 32 + blk]. One work-item per
  * (channel, key block); global (D, n_pad / 32, B*Hkv). */
 __kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_pad, int d,
                             __global const int *klen, int has_klen, int hkv, int ceil_rule, uint thr,
-                            int pow2_dec, __global uint *out, __global float *exps)
+                            int pow2_dec, __global uint *out, __global float *exps, __global uint *colx, int pass)
 {
     const int c = get_global_id(0), blk = get_global_id(1), bh = get_global_id(2);
     if (c >= d) return;
@@ -342,6 +349,14 @@ __kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_p
         m = max(m, bits[k] & 0x7fffffffu);
     }
     const int e = mxa_exponent(m, ceil_rule, thr, pow2_dec);
+    __global uint *colmax = colx + (size_t)bh * d + c;
+    if (pass == 0) {
+        if (m != 0u) atomic_max(colmax, (uint)(e + 128));
+        return;
+    }
+    const uint cm = *colmax;
+    const int shift = m == 0u || cm == 0u ? 0 : e - ((int)cm - 128 - 3);
+    const int low = shift < 0, lift = low ? 0 : shift;
     __global uint *dst = out + ((size_t)bh * d + c) * (n_pad / 4) + j0 / 4;
 #pragma unroll
     for (int w = 0; w < 8; w++) { /* unrolled: bits[] is indexed by constants only */
@@ -349,10 +364,11 @@ __kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_p
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const uint b = bits[mxa_v_key(4 * w + i)];
-            const int tw = mxa_e2m1_twice(mxa_e2m1_code(b & 0x7fffffffu, e));
+            const int tw = mxa_e2m1_twice(mxa_e2m1_code(b & 0x7fffffffu, e)) << lift;
             word |= ((uint)((b >> 31) ? -tw : tw) & 0xffu) << (8 * i);
         }
         dst[mxa_word_pos(4 * w) >> 2] = word;
     }
-    exps[((size_t)bh * (n_pad / 32) + blk) * d + c] = mxa_half_pow2(e);
+    exps[((size_t)bh * (n_pad / 32) + blk) * d + c] = as_float(low ? mxa_pow2_bits(shift) : 0x3f800000u);
+    if (low) atomic_or(colx + (size_t)get_global_size(2) * d + (size_t)bh * (n_pad / 32) + blk, 1u);
 }
