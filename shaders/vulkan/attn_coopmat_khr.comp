@@ -319,16 +319,26 @@ void main()
         [[unroll]] for (int u = 0; u < BC / 32; u++) // a key beyond the length does not exist
             wide_k = wide_k || (floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u && (!HAS_KEYLEN || int(j0 + lane) + 32 * u < nk));
         [[dont_flatten]] if (!(wide_q || subgroupAny(wide_k))) {
+            // The chain starts from the bits of 1.5 * 2^23 (0x4B400000), so each element ends as
+            // the bits of the float 12582912 + dot: narrow codes are at most 96 and D <= 128
+            // (vk_select.c), so |dot| <= 128 * 96 * 96 < 2^21 and 0x400000 + dot stays inside the
+            // mantissa field. 12582912 + dot and 12582912 lie in one binade (ulp 1), so the
+            // subtraction is exact (Sterbenz) and gives float(dot), the value the int -> float
+            // conversion gave; the scaling below is then the former expression, operand for
+            // operand: float(dot) * (sKs * qs), so every score is the same bit for bit (signed
+            // zeros included: dot = 0 gives +0 either way). One full-rate FADD replaces the
+            // quarter-rate I2F; precise keeps the compiler from distributing the multiply.
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                SACC si = SACC(0);
+                SACC si = SACC(0x4B400000);
                 [[unroll]] for (int c = 0; c < NCH; c++) {
                     KMAT kb;
                     coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
                     si = coopMatMulAdd(qa[c], kb, si);
                 }
-                s[kt] = SACCF(si);
-                [[unroll]] for (int i = 0; i < NE_S; i++)
-                    s[kt][i] *= sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB] * (code_low(s_code(i)) ? qs_lo : qs_hi);
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    precise float dot = intBitsToFloat(si[i]) - 12582912.0;
+                    s[kt][i] = dot * (sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB] * (code_low(s_code(i)) ? qs_lo : qs_hi));
+                }
             }
         } else { // some row is wide: each block's product with its own scales
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
