@@ -115,6 +115,14 @@ const float P_SCALE = 1.0;    // P^ leaves as int8 codes
 #else
 const float P_SCALE = 4096.0; // P^ <= 1: 2^12 keeps blocks down to 2^-36 exact in fp16
 #endif
+// PNQ on the fp16 P V path (E2M1 or E4M3 P^): the row sums l adds come from the matrix units,
+// rsum = P^ ones (16 x PN, every column the row's sum of the tile), instead of one FADD per
+// score and a quad sum at the end; l is then the whole row's sum in each lane of the quad.
+#ifdef PV_INT8
+const bool MMA_SUM = false;
+#else
+const bool MMA_SUM = HAT_SUM;
+#endif
 
 #ifdef S_INT8
 #define QK_T int8_t
@@ -319,16 +327,26 @@ void main()
         [[unroll]] for (int u = 0; u < BC / 32; u++) // a key beyond the length does not exist
             wide_k = wide_k || (floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u && (!HAS_KEYLEN || int(j0 + lane) + 32 * u < nk));
         [[dont_flatten]] if (!(wide_q || subgroupAny(wide_k))) {
+            // The chain starts from the bits of 1.5 * 2^23 (0x4B400000), so each element ends as
+            // the bits of the float 12582912 + dot: narrow codes are at most 96 and D <= 128
+            // (vk_select.c), so |dot| <= 128 * 96 * 96 < 2^21 and 0x400000 + dot stays inside the
+            // mantissa field. 12582912 + dot and 12582912 lie in one binade (ulp 1), so the
+            // subtraction is exact (Sterbenz) and gives float(dot), the value the int -> float
+            // conversion gave; the scaling below is then the former expression, operand for
+            // operand: float(dot) * (sKs * qs), so every score is the same bit for bit (signed
+            // zeros included: dot = 0 gives +0 either way). One full-rate FADD replaces the
+            // quarter-rate I2F; precise keeps the compiler from distributing the multiply.
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                SACC si = SACC(0);
+                SACC si = SACC(0x4B400000);
                 [[unroll]] for (int c = 0; c < NCH; c++) {
                     KMAT kb;
                     coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
                     si = coopMatMulAdd(qa[c], kb, si);
                 }
-                s[kt] = SACCF(si);
-                [[unroll]] for (int i = 0; i < NE_S; i++)
-                    s[kt][i] *= sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB] * (code_low(s_code(i)) ? qs_lo : qs_hi);
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    precise float dot = intBitsToFloat(si[i]) - 12582912.0;
+                    s[kt][i] = dot * (sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB] * (code_low(s_code(i)) ? qs_lo : qs_hi));
+                }
             }
         } else { // some row is wide: each block's product with its own scales
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
@@ -407,7 +425,7 @@ void main()
         const float mz_hi = mn_hi == NEG_INF ? 0.0 : mn_hi, mz_lo = mn_lo == NEG_INF ? 0.0 : mn_lo; // a row with no key yet: P = 0
 
         // P~ = 2^(S - m), then P^ per 32-key block (TPB tiles), all times 2^12 (P_SCALE);
-        // rs: this lane's share of the row sums l adds (P^ under PNQ, else P~)
+        // rs: this lane's share of the row sums l adds (P^ under PNQ, else P~; not under MMA_SUM)
         float rs_hi = 0.0, rs_lo = 0.0;
 #ifdef PV_INT8
         int pe_hi[BC / 32], pe_lo[BC / 32]; // each P block's exponent, NO_BLOCK where it is all zero
@@ -449,7 +467,7 @@ void main()
                         const float q = P_FP8 ? quantize_p8(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi)
                                               : quantize_p(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi);
                         s[kt][i] = q;
-                        if (HAT_SUM) {
+                        if (HAT_SUM && !MMA_SUM) {
                             if (lo) rs_lo += q;
                             else rs_hi += q;
                         }
@@ -463,8 +481,8 @@ void main()
             rs_hi *= P_SCALE;
             rs_lo *= P_SCALE;
         }
-        if (mn_hi != NEG_INF) { l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
-        if (mn_lo != NEG_INF) { l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
+        if (mn_hi != NEG_INF) { if (!MMA_SUM) l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
+        if (mn_lo != NEG_INF) { if (!MMA_SUM) l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
         [[unroll]] for (int dt = 0; dt < DT; dt++)
             [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] *= code_low(o_code(i)) ? alpha_lo : alpha_hi;
 
@@ -533,6 +551,14 @@ void main()
             }
         }
 #else
+        // MMA_SUM: the row sums of the tile's P^ (times 2^12) as rsum = P^ ones, summing the fp16
+        // A elements the P V products use (P^ exactly for E2M1 blocks down to 2^-36 and E4M3
+        // blocks down to about 2^-20; see P_SCALE, quantize_p8). One row's tile sum is exact
+        // in fp32 for E2M1 blocks within about 14 binades of each other; otherwise the matrix
+        // unit's fp32 accumulation rounds it, as it does O's. Either way only the order of l's
+        // fp32 summation differs from the reference.
+        OACC rsum = OACC(0.0);
+        VMAT ones = VMAT(float16_t(1.0)); // not const: glslang mishandles const coopmat values
         [[unroll]] for (int kp = 0; kp < BC / 16; kp++) {
             PMAT pa;
             [[unroll]] for (int i = 0; i < 8; i++) {
@@ -544,13 +570,25 @@ void main()
                 coopMatLoad(vb, sV, uint(dt * PN * VSTR + kp * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
                 oacc[dt] = coopMatMulAdd(pa, vb, oacc[dt]);
             }
+            if (MMA_SUM) rsum = coopMatMulAdd(pa, ones, rsum);
+        }
+        if (MMA_SUM) { // any element of the lane's row g (row g + 8) holds that row's sum
+            float sum_hi = 0.0, sum_lo = 0.0;
+            [[unroll]] for (int i = NE_O - 1; i >= 0; i--) {
+                if (code_low(o_code(i))) sum_lo = rsum[i];
+                else sum_hi = rsum[i];
+            }
+            if (mn_hi != NEG_INF) l_hi = alpha_hi * l_hi + sum_hi;
+            if (mn_lo != NEG_INF) l_lo = alpha_lo * l_lo + sum_lo;
         }
 #endif
     }
 
-    // O = acc * vscale / l (both in units of 2^-12)
-    l_hi = quad_sum(l_hi);
-    l_lo = quad_sum(l_lo);
+    // O = acc * vscale / l (both in units of 2^-12); MMA_SUM's l is already the row's sum
+    if (!MMA_SUM) {
+        l_hi = quad_sum(l_hi);
+        l_lo = quad_sum(l_lo);
+    }
     const float inv_hi = m_hi == NEG_INF ? 0.0 : 1.0 / l_hi;
     const float inv_lo = m_lo == NEG_INF ? 0.0 : 1.0 / l_lo;
     [[unroll]] for (int dt = 0; dt < DT; dt++) {
