@@ -34,7 +34,6 @@ void vk_select_opts_from_env(vk_select_opts *o)
     o->shape = mxa_env_coopmat_shape();
     o->disable_coopmat = mxa_env_flag("MXA_DISABLE_COOPMAT");
     o->disable_int_dot = mxa_env_flag("MXA_DISABLE_INT_DOT");
-    o->stagger = mxa_env_bool("MXA_VK_STAGGER", 1);
     vk_select_opts_built(o);
 }
 
@@ -260,7 +259,6 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
                                      (int32_t)plan->pv_shape.n, (int32_t)plan->pv_shape.k, (int32_t)plan->s_map,
                                      (int32_t)plan->o_map, (int32_t)plan->a_map};
             memcpy(spec + 4, rest, sizeof rest);
-            spec[14] = (int32_t)plan->tune[0]; /* attn_coopmat_khr.comp: STAGGER */
         }
         spec[13] = (int32_t)extras;
         const vk_buffer *ba[12] = {&w[W_QP], &w[W_KP], &w[W_VP], &w[W_QS], &w[W_KS], &w[W_VS],

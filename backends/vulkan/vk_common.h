@@ -101,7 +101,7 @@ typedef enum vk_kernel {
 } vk_kernel;
 
 #define VK_MAX_BINDINGS 12 /* attention: 0..7 its arrays, 8 bias, 9 mask, 10 key lengths, 11 V columns */
-#define VK_SPEC_COUNT 15 /* specialization constants 0..14 of every pipeline (13: EXTRAS) */
+#define VK_SPEC_COUNT 14 /* specialization constants 0..13 of every pipeline (13: EXTRAS) */
 #define VK_MAX_TIMESTAMPS 16 /* start, one after each dispatch (debug log), end */
 
 typedef struct vk_pipeline {

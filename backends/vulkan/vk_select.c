@@ -90,13 +90,12 @@ static int shape_wanted(const vk_select_opts *o, const vk_coopmat_shape *s)
 static uint32_t reg_warps(int64_t d) { return d <= 64 ? 4u : 8u; }
 
 /* Shared memory of attn_coopmat_khr.comp: the K tile (64 keys,
- * rows padded by 16 bytes), one V^T tile (D rows of 64 keys, fp16 or int8, + 16 bytes) or two
- * with STAGGER, the K scales and, with int8 P V, each subgroup's 16 x 80-byte P^ tile. */
-static uint32_t reg_shared(int64_t d, int i8, int pv8, uint32_t warps, int stagger)
+ * rows padded by 16 bytes), the V^T tile (D rows of 64 keys, fp16 or int8, + 16 bytes) and
+ * the K scales. */
+static uint32_t reg_shared(int64_t d, int i8, int pv8)
 {
     const uint32_t kw = (uint32_t)(i8 ? d / 16 : d / 8), nb = (uint32_t)(i8 ? d / 32 : 1);
-    return 64u * (kw + 1u) * 16u + (stagger ? 2u : 1u) * (uint32_t)d * (pv8 ? 5u : 9u) * 16u + 64u * nb * 4u +
-           (pv8 ? warps * 16u * 80u : 0u);
+    return 64u * (kw + 1u) * 16u + (uint32_t)d * (pv8 ? 5u : 9u) * 16u + 64u * nb * 4u;
 }
 
 /* attn_coopmat_khr_smem.comp: the workgroup's K tile or V^T tile (one buffer, rows padded
@@ -159,9 +158,7 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
     if (i8 && x->d < 64) return WHY("the int8 register kernel needs 64 <= D <= 128");
     if ((64 * kw) % threads != 0 || (64 * x->d / (pv8 ? 16 : 8)) % threads != 0)
         return WHY("D = %lld does not split into whole 16-byte pieces per invocation", (long long)x->d);
-    /* STAGGER where the second V^T buffer fits (not fp16 S at D = 128: 54528 bytes) */
-    const int stagger = x->o->stagger && reg_shared(x->d, i8, pv8, warps, 1) <= c->max_shared;
-    const uint32_t shared = reg_shared(x->d, i8, pv8, warps, stagger);
+    const uint32_t shared = reg_shared(x->d, i8, pv8);
     if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
     /* S: the largest K first (fewer MMAs per block), then N = 16 */
     static const uint32_t k_i8[] = {32, 16}, k_f16[] = {16, 8}, ns[] = {16, 8};
@@ -197,7 +194,6 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
     p->local_size = threads;
     p->rows_per_group = warps * 16;
     p->shared_bytes = shared;
-    p->tune[0] = (uint32_t)stagger;
     p->s_map = c->c_map[s->n == 16 ? 0 : 1];
     p->o_map = c->c_map[pv->n == 16 ? 0 : 1];
     p->a_map = c->a_map;

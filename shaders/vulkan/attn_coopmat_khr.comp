@@ -78,7 +78,6 @@ layout(constant_id = 8) const int PN = 16;
 layout(constant_id = 10) const int S_MAP = 0xFAC688; // codes 0..7 in order
 layout(constant_id = 11) const int O_MAP = 0xFAC688;
 layout(constant_id = 12) const int A_MAP = 0xFAC688;
-layout(constant_id = 14) const int STAGGER = 0; // 1: the two halves of the subgroups offset by half a tile's work
 const bool QUANT_P = (MODE & 1) != 0;
 const bool HAT_SUM = (MODE & 3) == 3;
 const uint KIND = uint(MODE >> 2) & 1u;
@@ -165,7 +164,7 @@ layout(push_constant) uniform P { // quant_p, pnq, kind arrive as MODE instead
 #include "extras.glsl"
 
 shared uvec4 sK[BC * KSTR]; // K tile, row-major: sK[key][d]
-shared uvec4 sV[(1 + STAGGER) * D * VSTR]; // V^T tile(s), double-buffered with STAGGER: sV[tile % 2][d][key]
+shared uvec4 sV[D * VSTR];  // V^T tile: sV[d][key]
 shared float sKs[BC * NB];  // the tile's K scales
 #ifdef PV_INT8
 const int PSTR = BC / 4 + 4; // sP row stride in words: 8-row phases of 16-byte loads hit distinct banks
@@ -302,306 +301,287 @@ void main()
     const uint k_at = (k_row0 + tid / uint(KW)) * uint(KW) + tid % uint(KW);
     const uint v_at = (v_row0 + tid / uint(VPR)) * (pc.nk_pad / uint(BC / VPR)) + tid % uint(VPR), ks_at = k_row0 * uint(NB) + tid;
     if (ntiles > 0) fetch_tile(0u, tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
-    SACCF s[KT]; // the subgroup's scores of one tile (the second half holds them into the next step)
-    // STAGGER: the two halves of the subgroups take each tile's work in opposite orders. The first
-    // computes S, then its softmax and P V; the second the softmax and P V of the S it computed in
-    // the step before, then the new S. So one half's matrix products run beside the other's
-    // softmax instead of every subgroup waiting on the same units at once after each barrier;
-    // V^T is double-buffered for it (the second half reads tile t's during step t + 1). Without
-    // STAGGER every subgroup is in the first half and one V^T buffer serves.
-    const bool first = STAGGER == 0 || w < uint(WARPS / 2);
-    for (int step = 0; step <= ntiles; step++) {
-        barrier(); // every subgroup is done with the K tile and the V^T buffer about to be filled
-        if (step < ntiles) {
-            [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) {
-                const uint idx = tid + uint(u * THREADS);
-                sK[idx / uint(KW) * uint(KSTR) + idx % uint(KW)] = k_next[u];
-            }
-            [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
-                const uint idx = tid + uint(u * THREADS);
-                sV[uint((step & STAGGER) * D * VSTR) + idx / uint(VPR) * uint(VSTR) + idx % uint(VPR)] = v_next[u];
-            }
-            [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
-                const uint idx = tid + uint(u * THREADS);
-                if (idx < uint(BC * NB)) sKs[idx] = ks_next[u];
-            }
+    for (int tile = 0; tile < ntiles; tile++) {
+        const uint j0 = uint(tile * BC);
+        barrier(); // every subgroup is done with the previous tile
+        [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) {
+            const uint idx = tid + uint(u * THREADS);
+            sK[idx / uint(KW) * uint(KSTR) + idx % uint(KW)] = k_next[u];
+        }
+        [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
+            const uint idx = tid + uint(u * THREADS);
+            sV[idx / uint(VPR) * uint(VSTR) + idx % uint(VPR)] = v_next[u];
+        }
+        [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
+            const uint idx = tid + uint(u * THREADS);
+            if (idx < uint(BC * NB)) sKs[idx] = ks_next[u];
         }
         barrier();
-        if (step + 1 < ntiles) fetch_tile(uint((step + 1) * BC), tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
-        // phase 0: the second half's softmax and P V of the previous tile; 1: every subgroup's
-        // S of this tile; 2: the first half's softmax and P V of it. Tiles a subgroup's rows
-        // cannot see (causal) are skipped.
-        [[dont_unroll]] for (int ph = 0; ph < 3; ph++) {
-            if (ph == 1) {
-                if (step >= ntiles || step * BC > warp_last) continue;
-                const uint j0 = uint(step * BC);
-                // S, scaled
+        if (tile + 1 < ntiles) fetch_tile(j0 + uint(BC), tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
+        if (int(j0) > warp_last) continue; // this subgroup's rows see none of these keys
+
+        // S, scaled
+        SACCF s[KT];
 #ifdef S_INT8
-                bool wide_k = false;
-                [[unroll]] for (int u = 0; u < BC / 32; u++) // a key beyond the length does not exist
-                    wide_k = wide_k || (floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u && (!HAS_KEYLEN || int(j0 + lane) + 32 * u < nk));
-                [[dont_flatten]] if (!(wide_q || subgroupAny(wide_k))) {
-                    // The chain starts from the bits of 1.5 * 2^23 (0x4B400000), so each element ends as
-                    // the bits of the float 12582912 + dot: narrow codes are at most 96 and D <= 128
-                    // (vk_select.c), so |dot| <= 128 * 96 * 96 < 2^21 and 0x400000 + dot stays inside the
-                    // mantissa field. 12582912 + dot and 12582912 lie in one binade (ulp 1), so the
-                    // subtraction is exact (Sterbenz) and gives float(dot), the value the int -> float
-                    // conversion gave; the scaling below is then the former expression, operand for
-                    // operand: float(dot) * (sKs * qs), so every score is the same bit for bit (signed
-                    // zeros included: dot = 0 gives +0 either way). One full-rate FADD replaces the
-                    // quarter-rate I2F; precise keeps the compiler from distributing the multiply.
-                    [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                        SACC si = SACC(0x4B400000);
-                        [[unroll]] for (int c = 0; c < NCH; c++) {
-                            KMAT kb;
-                            coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                            si = coopMatMulAdd(qa[c], kb, si);
-                        }
-                        [[unroll]] for (int i = 0; i < NE_S; i++) {
-                            precise float dot = intBitsToFloat(si[i]) - 12582912.0;
-                            s[kt][i] = dot * (sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB] * (code_low(s_code(i)) ? qs_lo : qs_hi));
-                        }
-                    }
-                } else { // some row is wide: each block's product with its own scales
-                    [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                        s[kt] = SACCF(0.0);
-                        [[unroll]] for (int db = 0; db < NB; db++) {
-                            SACC si = SACC(0);
-                            [[unroll]] for (int cc = 0; cc < CPB; cc++) {
-                                KMAT kb;
-                                coopMatLoad(kb, sK, uint(kt * SN * KSTR + (db * CPB + cc) * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                                si = coopMatMulAdd(qa[db * CPB + cc], kb, si);
-                            }
-                            SACCF sb = SACCF(si);
-                            [[unroll]] for (int i = 0; i < NE_S; i++)
-                                s[kt][i] += sb[i] * abs(sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB + db]) * (code_low(s_code(i)) ? bq_lo[db] : bq_hi[db]);
-                        }
-                    }
+        bool wide_k = false;
+        [[unroll]] for (int u = 0; u < BC / 32; u++) // a key beyond the length does not exist
+            wide_k = wide_k || (floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u && (!HAS_KEYLEN || int(j0 + lane) + 32 * u < nk));
+        [[dont_flatten]] if (!(wide_q || subgroupAny(wide_k))) {
+            // The chain starts from the bits of 1.5 * 2^23 (0x4B400000), so each element ends as
+            // the bits of the float 12582912 + dot: narrow codes are at most 96 and D <= 128
+            // (vk_select.c), so |dot| <= 128 * 96 * 96 < 2^21 and 0x400000 + dot stays inside the
+            // mantissa field. 12582912 + dot and 12582912 lie in one binade (ulp 1), so the
+            // subtraction is exact (Sterbenz) and gives float(dot), the value the int -> float
+            // conversion gave; the scaling below is then the former expression, operand for
+            // operand: float(dot) * (sKs * qs), so every score is the same bit for bit (signed
+            // zeros included: dot = 0 gives +0 either way). One full-rate FADD replaces the
+            // quarter-rate I2F; precise keeps the compiler from distributing the multiply.
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                SACC si = SACC(0x4B400000);
+                [[unroll]] for (int c = 0; c < NCH; c++) {
+                    KMAT kb;
+                    coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                    si = coopMatMulAdd(qa[c], kb, si);
                 }
-#else
-                [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                    s[kt] = SACCF(0.0);
-                    [[unroll]] for (int c = 0; c < NCH; c++) {
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    precise float dot = intBitsToFloat(si[i]) - 12582912.0;
+                    s[kt][i] = dot * (sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB] * (code_low(s_code(i)) ? qs_lo : qs_hi));
+                }
+            }
+        } else { // some row is wide: each block's product with its own scales
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                s[kt] = SACCF(0.0);
+                [[unroll]] for (int db = 0; db < NB; db++) {
+                    SACC si = SACC(0);
+                    [[unroll]] for (int cc = 0; cc < CPB; cc++) {
                         KMAT kb;
-                        coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                        s[kt] = coopMatMulAdd(qa[c], kb, s[kt]);
+                        coopMatLoad(kb, sK, uint(kt * SN * KSTR + (db * CPB + cc) * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                        si = coopMatMulAdd(qa[db * CPB + cc], kb, si);
                     }
+                    SACCF sb = SACCF(si);
                     [[unroll]] for (int i = 0; i < NE_S; i++)
-                        s[kt][i] *= sKs[kt * SN + code_col(s_code(i)) + int(2u * t4)] * (code_low(s_code(i)) ? qs_lo : qs_hi);
+                        s[kt][i] += sb[i] * abs(sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB + db]) * (code_low(s_code(i)) ? bq_lo[db] : bq_hi[db]);
                 }
-#endif
-
-                // bias and mask on the keys each row may see (the masking below hides the rest)
-                if (HAS_SIDE) {
-                    [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                        [[unroll]] for (int i = 0; i < NE_S; i++) {
-                            const bool lo = code_low(s_code(i));
-                            const int j = int(j0) + kt * SN + code_col(s_code(i)) + int(2u * t4);
-                            if ((lo ? row_lo : row_hi) < pc.nq && j <= (lo ? last_lo : last_hi))
-                                s[kt][i] = side_score(s[kt][i], lo ? brow_lo : brow_hi, lo ? mrow_lo : mrow_hi, uint(j), LOG2E);
-                        }
-                    }
-                }
-
-            } else {
-                const int tile = ph == 0 ? step - 1 : step;
-                if ((ph == 0) == first || tile < 0 || tile >= ntiles || tile * BC > warp_last) continue;
-                const uint j0 = uint(tile * BC), vbuf = uint((tile & STAGGER) * D * VSTR);
-                // S is in log2 units (the Q scales carry log2(e)). Maxima per row and 32-key block,
-                // masking only tiles that reach past some row's last key.
-                float bm_hi[BC / 32], bm_lo[BC / 32];
-                [[unroll]] for (int blk = 0; blk < BC / 32; blk++) bm_hi[blk] = bm_lo[blk] = NEG_INF;
-                const bool masked = int(j0) + BC - 1 > min(warp_first_last, nk - 1);
-                [[dont_flatten]] if (masked) {
-                    const int lim_hi = last_hi - int(j0 + 2u * t4), lim_lo = last_lo - int(j0 + 2u * t4); // masked column offsets exceed these
-                    [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                        [[unroll]] for (int i = 0; i < NE_S; i++) {
-                            const bool lo = code_low(s_code(i));
-                            if (kt * SN + code_col(s_code(i)) > (lo ? lim_lo : lim_hi)) s[kt][i] = NEG_INF;
-                            if (lo) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[kt][i]);
-                            else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[kt][i]);
-                        }
-                    }
-                } else {
-                    [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                        [[unroll]] for (int i = 0; i < NE_S; i++) {
-                            if (code_low(s_code(i))) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[kt][i]);
-                            else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[kt][i]);
-                        }
-                    }
-                }
-                float mx_hi = NEG_INF, mx_lo = NEG_INF;
-                [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-                    bm_hi[blk] = quad_max(bm_hi[blk]);
-                    bm_lo[blk] = quad_max(bm_lo[blk]);
-                    mx_hi = max(mx_hi, bm_hi[blk]);
-                    mx_lo = max(mx_lo, bm_lo[blk]);
-                }
-                const float mn_hi = max(m_hi, mx_hi), mn_lo = max(m_lo, mx_lo);
-                const float alpha_hi = mn_hi == NEG_INF ? 1.0 : exp2(m_hi - mn_hi);
-                const float alpha_lo = mn_lo == NEG_INF ? 1.0 : exp2(m_lo - mn_lo);
-                const float mz_hi = mn_hi == NEG_INF ? 0.0 : mn_hi, mz_lo = mn_lo == NEG_INF ? 0.0 : mn_lo; // a row with no key yet: P = 0
-
-                // P~ = 2^(S - m), then P^ per 32-key block (TPB tiles), all times 2^12 (P_SCALE);
-                // rs: this lane's share of the row sums l adds (P^ under PNQ, else P~; not under MMA_SUM)
-                float rs_hi = 0.0, rs_lo = 0.0;
-#ifdef PV_INT8
-                int pe_hi[BC / 32], pe_lo[BC / 32]; // each P block's exponent, NO_BLOCK where it is all zero
-#endif
-                [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-                    [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
-                        [[unroll]] for (int i = 0; i < NE_S; i++) {
-                            const bool lo = code_low(s_code(i));
-                            const float p = exp2(s[kt][i] - (lo ? mz_lo : mz_hi));
-                            s[kt][i] = p;
-                            if (!HAT_SUM) {
-                                if (lo) rs_lo += p;
-                                else rs_hi += p;
-                            }
-                        }
-                    }
-                    if (QUANT_P) {
-                        // The block's largest P~ is the exp2 of its largest S (the same operands as that
-                        // element's own P~), as long as exp2 is monotonic; were it not somewhere, a P~
-                        // 1 ulp above a block exponent boundary could saturate. Saves a max per
-                        // element over P~'s bits.
-                        const float pm_hi = exp2(bm_hi[blk] - mz_hi), pm_lo = exp2(bm_lo[blk] - mz_lo);
-                        uint exb_hi = uint(mx_exponent(floatBitsToUint(pm_hi), P_FP8 ? 2u : KIND, pc.t) + 127) << 23;
-                        uint exb_lo = uint(mx_exponent(floatBitsToUint(pm_lo), P_FP8 ? 2u : KIND, pc.t) + 127) << 23;
-                        // E2M1: saturation at 6 * 2^e; E4M3: at 448 * 2^e, rounding from the binade e - 6 up
-                        const float sat_hi = uintBitsToFloat(exb_hi + (P_FP8 ? 0x04600000u : 0x01400000u));
-                        const float sat_lo = uintBitsToFloat(exb_lo + (P_FP8 ? 0x04600000u : 0x01400000u));
-                        if (P_FP8) {
-                            exb_hi = max(exb_hi, 0x03800000u) - 0x03000000u;
-                            exb_lo = max(exb_lo, 0x03800000u) - 0x03000000u;
-                        }
-#ifdef PV_INT8
-                        pe_hi[blk] = pm_hi == 0.0 ? NO_BLOCK : int(exb_hi >> 23) - 127;
-                        pe_lo[blk] = pm_lo == 0.0 ? NO_BLOCK : int(exb_lo >> 23) - 127;
-#endif
-                        [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
-                            [[unroll]] for (int i = 0; i < NE_S; i++) {
-                                const bool lo = code_low(s_code(i));
-                                const float q = P_FP8 ? quantize_p8(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi)
-                                                      : quantize_p(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi);
-                                s[kt][i] = q;
-                                if (HAT_SUM && !MMA_SUM) {
-                                    if (lo) rs_lo += q;
-                                    else rs_hi += q;
-                                }
-                            }
-                        }
-                    } else {
-                        [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) s[kt] *= P_SCALE;
-                    }
-                }
-                if (!HAT_SUM) {
-                    rs_hi *= P_SCALE;
-                    rs_lo *= P_SCALE;
-                }
-                if (mn_hi != NEG_INF) { if (!MMA_SUM) l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
-                if (mn_lo != NEG_INF) { if (!MMA_SUM) l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
-                [[unroll]] for (int dt = 0; dt < DT; dt++)
-                    [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] *= code_low(o_code(i)) ? alpha_lo : alpha_hi;
-
-#ifdef PV_INT8
-                // the tile's P unit per row: its blocks within 3 binades of the larger, above 2^-60
-                int r_hi, r_lo;
-                const bool narrow_hi = tile_unit(pe_hi[0], pe_hi[1], r_hi), narrow_lo = tile_unit(pe_lo[0], pe_lo[1], r_lo);
-                const bool v_wide = vcol[v_flags + uint(tile)] != 0u;
-                const bool chain = subgroupAll(narrow_hi && narrow_lo) && !v_wide;
-                // codes = P^ * 2^(1 - unit exponent), in two steps (a block exponent may be -127)
-                const uint prow = w * 16u * uint(PSTR);
-                [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-                    const float g_hi = pow2_any(-63 - (chain ? r_hi : block_exp(pe_hi[blk])));
-                    const float g_lo = pow2_any(-63 - (chain ? r_lo : block_exp(pe_lo[blk])));
-                    [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
-                        // this lane's pairs: keys 2t, 2t + 1 and 2t + 8, 2t + 9 of rows g and g + 8
-                        uint pair[4] = {0u, 0u, 0u, 0u}; // (row, second pair) -> 16 bits
-                        [[unroll]] for (int i = 0; i < NE_S; i++) {
-                            const int c = s_code(i);
-                            const bool lo = code_low(c);
-                            precise float up = s[kt][i] * 18446744073709551616.0; // 2^64 first: never folded into g
-                            const uint code = uint(int(up * (lo ? g_lo : g_hi))) & 0xffu;
-                            pair[(lo ? 2 : 0) + (c >> 2)] |= code << (8 * (c & 1));
-                        }
-                        // even t sends its second pairs, odd t its first: each then holds 4 consecutive keys
-                        const bool odd = (t4 & 1u) != 0u;
-                        const uint send = odd ? pair[0] | pair[2] << 16 : pair[1] | pair[3] << 16;
-                        const uint got = subgroupShuffleXor(send, 1u);
-                        const uint word_hi = odd ? (got & 0xffffu) | pair[1] << 16 : pair[0] | got << 16;
-                        const uint word_lo = odd ? (got >> 16) | pair[3] << 16 : pair[2] | (got & 0xffff0000u);
-                        const uint col = uint(kt * 4) + (odd ? 2u + t4 / 2u : t4 / 2u);
-                        sP[prow + g * uint(PSTR) + col] = word_hi;
-                        sP[prow + (g + 8u) * uint(PSTR) + col] = word_lo;
-                    }
-                }
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-                PMAT8 pa[BC / 32];
-                [[unroll]] for (int blk = 0; blk < BC / 32; blk++)
-                    coopMatLoad(pa[blk], sP, prow + uint(blk * 8), uint(PSTR), gl_CooperativeMatrixLayoutRowMajor);
-                [[dont_flatten]] if (chain) {
-                    const float u_hi = pow2_any(r_hi - 1), u_lo = pow2_any(r_lo - 1);
-                    [[unroll]] for (int dt = 0; dt < DT; dt++) {
-                        IACC acc = IACC(0);
-                        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-                            VMAT8 vb;
-                            coopMatLoad(vb, sV, vbuf + uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                            acc = coopMatMulAdd(pa[blk], vb, acc);
-                        }
-                        OACC f = OACC(acc);
-                        [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] = fma(f[i], code_low(o_code(i)) ? u_lo : u_hi, oacc[dt][i]);
-                    }
-                } else { // each block with its own exponent (and the V factors of a flagged tile); rare: kept rolled up
-                    [[dont_unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-                        const float u_hi = pow2_any(block_exp(pe_hi[blk]) - 1), u_lo = pow2_any(block_exp(pe_lo[blk]) - 1);
-                        [[unroll]] for (int dt = 0; dt < DT; dt++) {
-                            VMAT8 vb;
-                            coopMatLoad(vb, sV, vbuf + uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                            OACC f = OACC(coopMatMulAdd(pa[blk], vb, IACC(0)));
-                            [[unroll]] for (int i = 0; i < NE_O; i++) {
-                                float u = code_low(o_code(i)) ? u_lo : u_hi;
-                                if (v_wide) u *= vscale[(v_row0 + uint(dt * PN + code_col(o_code(i))) + 2u * t4) * (pc.nk_pad / 32u) + j0 / 32u + uint(blk)];
-                                oacc[dt][i] = fma(f[i], u, oacc[dt][i]);
-                            }
-                        }
-                    }
-                }
-#else
-                // MMA_SUM: the row sums of the tile's P^ (times 2^12) as rsum = P^ ones, summing the fp16
-                // A elements the P V products use (P^ exactly for E2M1 blocks down to 2^-36 and E4M3
-                // blocks down to about 2^-20; see P_SCALE, quantize_p8). One row's tile sum is exact
-                // in fp32 for E2M1 blocks within about 14 binades of each other; otherwise the matrix
-                // unit's fp32 accumulation rounds it, as it does O's. Either way only the order of l's
-                // fp32 summation differs from the reference.
-                OACC rsum = OACC(0.0);
-                VMAT ones = VMAT(float16_t(1.0)); // not const: glslang mishandles const coopmat values
-                [[unroll]] for (int kp = 0; kp < BC / 16; kp++) {
-                    PMAT pa;
-                    [[unroll]] for (int i = 0; i < 8; i++) {
-                        const int c = a_code(i);
-                        pa[i] = float16_t(s[SN == 16 ? kp : 2 * kp + (c >> 2)][s_index(c)]);
-                    }
-                    [[unroll]] for (int dt = 0; dt < DT; dt++) {
-                        VMAT vb;
-                        coopMatLoad(vb, sV, vbuf + uint(dt * PN * VSTR + kp * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                        oacc[dt] = coopMatMulAdd(pa, vb, oacc[dt]);
-                    }
-                    if (MMA_SUM) rsum = coopMatMulAdd(pa, ones, rsum);
-                }
-                if (MMA_SUM) { // any element of the lane's row g (row g + 8) holds that row's sum
-                    float sum_hi = 0.0, sum_lo = 0.0;
-                    [[unroll]] for (int i = NE_O - 1; i >= 0; i--) {
-                        if (code_low(o_code(i))) sum_lo = rsum[i];
-                        else sum_hi = rsum[i];
-                    }
-                    if (mn_hi != NEG_INF) l_hi = alpha_hi * l_hi + sum_hi;
-                    if (mn_lo != NEG_INF) l_lo = alpha_lo * l_lo + sum_lo;
-                }
-#endif
             }
         }
+#else
+        [[unroll]] for (int kt = 0; kt < KT; kt++) {
+            s[kt] = SACCF(0.0);
+            [[unroll]] for (int c = 0; c < NCH; c++) {
+                KMAT kb;
+                coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                s[kt] = coopMatMulAdd(qa[c], kb, s[kt]);
+            }
+            [[unroll]] for (int i = 0; i < NE_S; i++)
+                s[kt][i] *= sKs[kt * SN + code_col(s_code(i)) + int(2u * t4)] * (code_low(s_code(i)) ? qs_lo : qs_hi);
+        }
+#endif
+
+        // bias and mask on the keys each row may see (the masking below hides the rest)
+        if (HAS_SIDE) {
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    const bool lo = code_low(s_code(i));
+                    const int j = int(j0) + kt * SN + code_col(s_code(i)) + int(2u * t4);
+                    if ((lo ? row_lo : row_hi) < pc.nq && j <= (lo ? last_lo : last_hi))
+                        s[kt][i] = side_score(s[kt][i], lo ? brow_lo : brow_hi, lo ? mrow_lo : mrow_hi, uint(j), LOG2E);
+                }
+            }
+        }
+
+        // S is in log2 units (the Q scales carry log2(e)). Maxima per row and 32-key block,
+        // masking only tiles that reach past some row's last key.
+        float bm_hi[BC / 32], bm_lo[BC / 32];
+        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) bm_hi[blk] = bm_lo[blk] = NEG_INF;
+        const bool masked = int(j0) + BC - 1 > min(warp_first_last, nk - 1);
+        [[dont_flatten]] if (masked) {
+            const int lim_hi = last_hi - int(j0 + 2u * t4), lim_lo = last_lo - int(j0 + 2u * t4); // masked column offsets exceed these
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    const bool lo = code_low(s_code(i));
+                    if (kt * SN + code_col(s_code(i)) > (lo ? lim_lo : lim_hi)) s[kt][i] = NEG_INF;
+                    if (lo) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[kt][i]);
+                    else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[kt][i]);
+                }
+            }
+        } else {
+            [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    if (code_low(s_code(i))) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[kt][i]);
+                    else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[kt][i]);
+                }
+            }
+        }
+        float mx_hi = NEG_INF, mx_lo = NEG_INF;
+        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+            bm_hi[blk] = quad_max(bm_hi[blk]);
+            bm_lo[blk] = quad_max(bm_lo[blk]);
+            mx_hi = max(mx_hi, bm_hi[blk]);
+            mx_lo = max(mx_lo, bm_lo[blk]);
+        }
+        const float mn_hi = max(m_hi, mx_hi), mn_lo = max(m_lo, mx_lo);
+        const float alpha_hi = mn_hi == NEG_INF ? 1.0 : exp2(m_hi - mn_hi);
+        const float alpha_lo = mn_lo == NEG_INF ? 1.0 : exp2(m_lo - mn_lo);
+        const float mz_hi = mn_hi == NEG_INF ? 0.0 : mn_hi, mz_lo = mn_lo == NEG_INF ? 0.0 : mn_lo; // a row with no key yet: P = 0
+
+        // P~ = 2^(S - m), then P^ per 32-key block (TPB tiles), all times 2^12 (P_SCALE);
+        // rs: this lane's share of the row sums l adds (P^ under PNQ, else P~; not under MMA_SUM)
+        float rs_hi = 0.0, rs_lo = 0.0;
+#ifdef PV_INT8
+        int pe_hi[BC / 32], pe_lo[BC / 32]; // each P block's exponent, NO_BLOCK where it is all zero
+#endif
+        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+            [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    const bool lo = code_low(s_code(i));
+                    const float p = exp2(s[kt][i] - (lo ? mz_lo : mz_hi));
+                    s[kt][i] = p;
+                    if (!HAT_SUM) {
+                        if (lo) rs_lo += p;
+                        else rs_hi += p;
+                    }
+                }
+            }
+            if (QUANT_P) {
+                // The block's largest P~ is the exp2 of its largest S (the same operands as that
+                // element's own P~), as long as exp2 is monotonic; were it not somewhere, a P~
+                // 1 ulp above a block exponent boundary could saturate. Saves a max per
+                // element over P~'s bits.
+                const float pm_hi = exp2(bm_hi[blk] - mz_hi), pm_lo = exp2(bm_lo[blk] - mz_lo);
+                uint exb_hi = uint(mx_exponent(floatBitsToUint(pm_hi), P_FP8 ? 2u : KIND, pc.t) + 127) << 23;
+                uint exb_lo = uint(mx_exponent(floatBitsToUint(pm_lo), P_FP8 ? 2u : KIND, pc.t) + 127) << 23;
+                // E2M1: saturation at 6 * 2^e; E4M3: at 448 * 2^e, rounding from the binade e - 6 up
+                const float sat_hi = uintBitsToFloat(exb_hi + (P_FP8 ? 0x04600000u : 0x01400000u));
+                const float sat_lo = uintBitsToFloat(exb_lo + (P_FP8 ? 0x04600000u : 0x01400000u));
+                if (P_FP8) {
+                    exb_hi = max(exb_hi, 0x03800000u) - 0x03000000u;
+                    exb_lo = max(exb_lo, 0x03800000u) - 0x03000000u;
+                }
+#ifdef PV_INT8
+                pe_hi[blk] = pm_hi == 0.0 ? NO_BLOCK : int(exb_hi >> 23) - 127;
+                pe_lo[blk] = pm_lo == 0.0 ? NO_BLOCK : int(exb_lo >> 23) - 127;
+#endif
+                [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
+                    [[unroll]] for (int i = 0; i < NE_S; i++) {
+                        const bool lo = code_low(s_code(i));
+                        const float q = P_FP8 ? quantize_p8(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi)
+                                              : quantize_p(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi);
+                        s[kt][i] = q;
+                        if (HAT_SUM && !MMA_SUM) {
+                            if (lo) rs_lo += q;
+                            else rs_hi += q;
+                        }
+                    }
+                }
+            } else {
+                [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) s[kt] *= P_SCALE;
+            }
+        }
+        if (!HAT_SUM) {
+            rs_hi *= P_SCALE;
+            rs_lo *= P_SCALE;
+        }
+        if (mn_hi != NEG_INF) { if (!MMA_SUM) l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
+        if (mn_lo != NEG_INF) { if (!MMA_SUM) l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
+        [[unroll]] for (int dt = 0; dt < DT; dt++)
+            [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] *= code_low(o_code(i)) ? alpha_lo : alpha_hi;
+
+#ifdef PV_INT8
+        // the tile's P unit per row: its blocks within 3 binades of the larger, above 2^-60
+        int r_hi, r_lo;
+        const bool narrow_hi = tile_unit(pe_hi[0], pe_hi[1], r_hi), narrow_lo = tile_unit(pe_lo[0], pe_lo[1], r_lo);
+        const bool v_wide = vcol[v_flags + uint(tile)] != 0u;
+        const bool chain = subgroupAll(narrow_hi && narrow_lo) && !v_wide;
+        // codes = P^ * 2^(1 - unit exponent), in two steps (a block exponent may be -127)
+        const uint prow = w * 16u * uint(PSTR);
+        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+            const float g_hi = pow2_any(-63 - (chain ? r_hi : block_exp(pe_hi[blk])));
+            const float g_lo = pow2_any(-63 - (chain ? r_lo : block_exp(pe_lo[blk])));
+            [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
+                // this lane's pairs: keys 2t, 2t + 1 and 2t + 8, 2t + 9 of rows g and g + 8
+                uint pair[4] = {0u, 0u, 0u, 0u}; // (row, second pair) -> 16 bits
+                [[unroll]] for (int i = 0; i < NE_S; i++) {
+                    const int c = s_code(i);
+                    const bool lo = code_low(c);
+                    precise float up = s[kt][i] * 18446744073709551616.0; // 2^64 first: never folded into g
+                    const uint code = uint(int(up * (lo ? g_lo : g_hi))) & 0xffu;
+                    pair[(lo ? 2 : 0) + (c >> 2)] |= code << (8 * (c & 1));
+                }
+                // even t sends its second pairs, odd t its first: each then holds 4 consecutive keys
+                const bool odd = (t4 & 1u) != 0u;
+                const uint send = odd ? pair[0] | pair[2] << 16 : pair[1] | pair[3] << 16;
+                const uint got = subgroupShuffleXor(send, 1u);
+                const uint word_hi = odd ? (got & 0xffffu) | pair[1] << 16 : pair[0] | got << 16;
+                const uint word_lo = odd ? (got >> 16) | pair[3] << 16 : pair[2] | (got & 0xffff0000u);
+                const uint col = uint(kt * 4) + (odd ? 2u + t4 / 2u : t4 / 2u);
+                sP[prow + g * uint(PSTR) + col] = word_hi;
+                sP[prow + (g + 8u) * uint(PSTR) + col] = word_lo;
+            }
+        }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        PMAT8 pa[BC / 32];
+        [[unroll]] for (int blk = 0; blk < BC / 32; blk++)
+            coopMatLoad(pa[blk], sP, prow + uint(blk * 8), uint(PSTR), gl_CooperativeMatrixLayoutRowMajor);
+        [[dont_flatten]] if (chain) {
+            const float u_hi = pow2_any(r_hi - 1), u_lo = pow2_any(r_lo - 1);
+            [[unroll]] for (int dt = 0; dt < DT; dt++) {
+                IACC acc = IACC(0);
+                [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+                    VMAT8 vb;
+                    coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                    acc = coopMatMulAdd(pa[blk], vb, acc);
+                }
+                OACC f = OACC(acc);
+                [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] = fma(f[i], code_low(o_code(i)) ? u_lo : u_hi, oacc[dt][i]);
+            }
+        } else { // each block with its own exponent (and the V factors of a flagged tile); rare: kept rolled up
+            [[dont_unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+                const float u_hi = pow2_any(block_exp(pe_hi[blk]) - 1), u_lo = pow2_any(block_exp(pe_lo[blk]) - 1);
+                [[unroll]] for (int dt = 0; dt < DT; dt++) {
+                    VMAT8 vb;
+                    coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                    OACC f = OACC(coopMatMulAdd(pa[blk], vb, IACC(0)));
+                    [[unroll]] for (int i = 0; i < NE_O; i++) {
+                        float u = code_low(o_code(i)) ? u_lo : u_hi;
+                        if (v_wide) u *= vscale[(v_row0 + uint(dt * PN + code_col(o_code(i))) + 2u * t4) * (pc.nk_pad / 32u) + j0 / 32u + uint(blk)];
+                        oacc[dt][i] = fma(f[i], u, oacc[dt][i]);
+                    }
+                }
+            }
+        }
+#else
+        // MMA_SUM: the row sums of the tile's P^ (times 2^12) as rsum = P^ ones, summing the fp16
+        // A elements the P V products use (P^ exactly for E2M1 blocks down to 2^-36 and E4M3
+        // blocks down to about 2^-20; see P_SCALE, quantize_p8). One row's tile sum is exact
+        // in fp32 for E2M1 blocks within about 14 binades of each other; otherwise the matrix
+        // unit's fp32 accumulation rounds it, as it does O's. Either way only the order of l's
+        // fp32 summation differs from the reference.
+        OACC rsum = OACC(0.0);
+        VMAT ones = VMAT(float16_t(1.0)); // not const: glslang mishandles const coopmat values
+        [[unroll]] for (int kp = 0; kp < BC / 16; kp++) {
+            PMAT pa;
+            [[unroll]] for (int i = 0; i < 8; i++) {
+                const int c = a_code(i);
+                pa[i] = float16_t(s[SN == 16 ? kp : 2 * kp + (c >> 2)][s_index(c)]);
+            }
+            [[unroll]] for (int dt = 0; dt < DT; dt++) {
+                VMAT vb;
+                coopMatLoad(vb, sV, uint(dt * PN * VSTR + kp * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                oacc[dt] = coopMatMulAdd(pa, vb, oacc[dt]);
+            }
+            if (MMA_SUM) rsum = coopMatMulAdd(pa, ones, rsum);
+        }
+        if (MMA_SUM) { // any element of the lane's row g (row g + 8) holds that row's sum
+            float sum_hi = 0.0, sum_lo = 0.0;
+            [[unroll]] for (int i = NE_O - 1; i >= 0; i--) {
+                if (code_low(o_code(i))) sum_lo = rsum[i];
+                else sum_hi = rsum[i];
+            }
+            if (mn_hi != NEG_INF) l_hi = alpha_hi * l_hi + sum_hi;
+            if (mn_lo != NEG_INF) l_lo = alpha_lo * l_lo + sum_lo;
+        }
+#endif
     }
 
     // O = acc * vscale / l (both in units of 2^-12); MMA_SUM's l is already the row's sum
