@@ -13,7 +13,7 @@ def drop(name):
     m = re.search(r'^[a-z][^\n]*\b' + name + r'\(.*?\n\}\n', src, re.S | re.M)
     if m: src = src[:m.start()] + src[m.end():]
     return bool(m)
-for n in ['mma16832', 'mma16832_acc', 'shfl_xor', 'quad_max', 'quad_sum', 'warp_all']:
+for n in ['mma16832', 'mma16832_acc', 'shfl_xor', 'quad_max', 'quad_sum', 'warp_all', 'prmt']:
     drop(n)
 emu = r'''
 void mma_emu(int d[4], const uint a[4], uint2 b, __local uint *emu)
@@ -68,6 +68,14 @@ int warp_all_e(int v, __local uint *emu)
     barrier(CLK_LOCAL_MEM_FENCE);
     const int r = (int)emu[WG * 8];
     barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+/* PTX prmt without sign replication: byte i of the result is byte (sel >> 4i) & 7 of {b, a} */
+uint prmt(uint a, uint b, uint sel)
+{
+    const ulong x = (ulong)b << 32 | a;
+    uint r = 0u;
+    for (int i = 0; i < 4; i++) r |= (uint)((x >> (8 * ((sel >> (4 * i)) & 7u))) & 0xffu) << (8 * i);
     return r;
 }
 #define mma16832(d, a, b) mma16832_e(d, a, b, emu)
