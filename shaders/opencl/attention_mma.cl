@@ -29,6 +29,17 @@
  * products is exact too (integer multiples of the smallest scale, < 2^22 of
  * them). Tiles or warps holding a row with a wider spread take the per-block
  * path, which is exact for either layout.
+ *
+ * P V the same way, per key tile: prep.cl puts each V column's codes on one
+ * unit 2^(E - 4), E its largest block exponent (blocks more than 3 binades
+ * below keep their codes, get a factor and flag their key block), and a row
+ * whose nonzero P blocks in the tile lie within 3 binades gets its codes on
+ * the unit 2^(hi - 4) of the largest. When every row of the warp has that and
+ * no V block of the tile is flagged, the tile's blocks chain in one int32 sum
+ * per element (|dot| <= 64 x 96 x 96 < 2^22), added to O with one fma; O stays
+ * in the column units until the end. Otherwise each block is scaled on its
+ * own (its P exponent, the V factors). Exact either way: only fp32 summation
+ * order differs from the reference.
  */
 #define WG 128
 #define BR 64
