@@ -160,12 +160,6 @@ int warp_all(int v)
     return (int)r;
 }
 
-/* 2^(e-1) for a block exponent e in [-127, 127] */
-float pow2m1(int e)
-{
-    return e >= -125 ? mxa_pow2(e - 1) : mxa_pow2(-126) * mxa_pow2(e + 125);
-}
-
 #ifndef MXA_NO_CP_ASYNC
 /* 16-byte global -> local copy that bypasses registers (sm_80 cp.async). A
  * __local pointer converted to an integer is its shared-window address. */
@@ -455,7 +449,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
             for (int r = 0; r < 2; r++) {
                 const int unit = chain ? (hi[r] == NO_BLOCK ? 0 : hi[r] - 3) : (pe[kb][r] == NO_BLOCK ? 0 : pe[kb][r]);
                 kc[r] = as_float(mxa_pow2_bits(-63 - unit));
-                fp[kb][r] = pow2m1(unit);
+                fp[kb][r] = mxa_half_pow2(unit);
             }
             uint code[4][4]; /* [n4][i], each in its low byte */
 #pragma unroll
@@ -557,7 +551,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         for (int ct = 0; ct < CT; ct++) {
             /* the column's unit 2^(E - 4) (0 for a column with no nonzero block) */
             const uint c0 = vcol[ct * 8 + 2 * t], c1 = vcol[ct * 8 + 2 * t + 1];
-            const float u0 = c0 ? pow2m1((int)c0 - 131) : 0.0f, u1 = c1 ? pow2m1((int)c1 - 131) : 0.0f;
+            const float u0 = c0 ? mxa_half_pow2((int)c0 - 131) : 0.0f, u1 = c1 ? mxa_half_pow2((int)c1 - 131) : 0.0f;
             mxa_store_out(o, dst + ct * 8, lt[r] != 0.0f ? acc[ct][2 * r] * u0 / lt[r] : 0.0f);
             mxa_store_out(o, dst + ct * 8 + 1, lt[r] != 0.0f ? acc[ct][2 * r + 1] * u1 / lt[r] : 0.0f);
         }

@@ -62,6 +62,14 @@ float mxa_pow2(int e)
     return e >= -126 ? as_float((uint)(e + 127) << 23) : as_float(0x00400000u);
 }
 
+/* 2^(e-1) for e in [-250, 127] (a block exponent, or a unit a few binades below one): the
+ * factor that turns a "twice" code into its value, split in two normal factors when 2^(e-1)
+ * would be subnormal (one rounding, in the product). */
+float mxa_half_pow2(int e)
+{
+    return e >= -125 ? mxa_pow2(e - 1) : mxa_pow2(-126) * mxa_pow2(e + 125);
+}
+
 /* The bits of 2^e for any e <= 127 (subnormal below -126, 0 below -149): no
  * arithmetic, so a subnormal power survives a device that flushes results. */
 uint mxa_pow2_bits(int e)

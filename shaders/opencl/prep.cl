@@ -251,13 +251,6 @@ __kernel void mxa_decode_kv(__global const uchar *codes, ulong codes_off, __glob
 
 /* ---- int8 preparation for the tensor-core variant (attention_mma.cl) ---- */
 
-/* 2^(e-1) for a block exponent e in [-127, 127]: the factor that turns a
- * "twice" code into its value (split when 2^(e-1) would be subnormal). */
-float mxa_half_pow2(int e)
-{
-    return e >= -125 ? mxa_pow2(e - 1) : mxa_pow2(-126) * mxa_pow2(e + 125);
-}
-
 /* Position of byte b of a 32-byte block in the tensor-core layout: the 4-byte
  * words go in the order 0 4 1 5 2 6 3 7, so that the two words one lane feeds
  * an mma (w and w + 4) are adjacent. */
