@@ -68,7 +68,7 @@ static inline __m512 round2_512(__m512 w)
     eb = _mm512_max_epu32(eb, _mm512_set1_epi32(128 << 23));
     const __m512 c = _mm512_castsi512_ps(_mm512_add_epi32(eb, _mm512_set1_epi32(22 << 23)));
     const __m512 r = _mm512_sub_ps(_mm512_add_ps(w, c), c);
-    return _mm512_min_ps(r, _mm512_set1_ps(12.0f));
+    return _mm512_min_ps(_mm512_set1_ps(12.0f), r); /* NaN in, NaN out */
 }
 
 /* cpu_lanes.h's quantize with intrinsics (the compiler does not vectorize
@@ -169,14 +169,59 @@ static unsigned cpu_avx512_quantize_fused(const float *x, int nblk, cpu_rule rul
     return ok;
 }
 
-/* P^ of one 32-key block already holding P~ (p, [32][16]); adds the decoded
- * values to sum_h in key order. */
-static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b, __m512 mx, __m512 sum_h,
-                                      __m512i emin, int fused)
+/* e^x 2^k (k integral, x <= 0): exp512 with the power of two folded into its
+ * last step, so e^x is never rounded on its own. */
+static inline __m512 exp512_scaled(__m512 x, __m512 k)
 {
-    const __m512i e = exponent512(_mm512_castps_si512(mx), a->rule);
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3750393242e-03f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666416824e-01f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, _mm512_add_ps(n, k));
+}
+
+/* The shared exponents of a tile's P^ blocks from their P~ maxima (bits, >= 0),
+ * and whether the fused form holds: every row's non-zero block exponents
+ * within CPU_FUSED_SHIFT_P of its smallest (then stored in psc8), none NaN. */
+static int p_exponents(const cpu_softmax_args *a, const __m512i *mx, int blocks, __m512i *e, __m512i *emin_out)
+{
+    __m512i emin = _mm512_set1_epi32(127), emax = _mm512_set1_epi32(-127);
+    __mmask16 bad = 0;
+    for (int b = 0; b < blocks; b++) {
+        bad |= _mm512_cmpge_epi32_mask(mx[b], _mm512_set1_epi32(0x7f800000));
+        const __mmask16 nz = _mm512_cmpneq_epi32_mask(mx[b], _mm512_setzero_si512()); /* all-zero blocks do not count */
+        e[b] = exponent512(mx[b], a->rule);
+        emin = _mm512_mask_min_epi32(emin, nz, emin, e[b]);
+        emax = _mm512_mask_max_epi32(emax, nz, emax, e[b]);
+    }
+    const __mmask16 none = _mm512_cmpgt_epi32_mask(emin, emax);
+    emin = _mm512_mask_mov_epi32(emin, none, _mm512_setzero_si512());
+    emax = _mm512_mask_mov_epi32(emax, none, _mm512_setzero_si512());
+    *emin_out = emin;
+    const __mmask16 ok = (__mmask16)~bad &
+                         _mm512_cmple_epi32_mask(_mm512_sub_epi32(emax, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT_P)) &
+                         _mm512_cmpge_epi32_mask(emin, _mm512_set1_epi32(-60));
+    const int fused = a->fuse && ok == 0xffff;
+    if (fused) _mm512_storeu_ps(a->psc8, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(emin)));
+    return fused;
+}
+
+/* P^ of one 32-key block with shared exponent e: from P~ stored in p, or
+ * with from_scores straight from the scores in p (P~ = e^(s - mnew), never
+ * stored). Adds the decoded values to sum_h in key order; NaN propagates. */
+static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b, __m512i e, __m512 sum_h,
+                                      __m512i emin, int fused, int from_scores, __m512 mnew)
+{
     /* fused: codes << (e - emin), clamped for all-zero blocks (whose exponent does not count) */
-    const __m512i sh = fused ? _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT)),
+    const __m512i sh = fused ? _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT_P)),
                                                 _mm512_setzero_si512())
                              : _mm512_setzero_si512();
     const __m512 to_w = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_set1_epi32(1), e));
@@ -187,9 +232,10 @@ static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b
         __m512i word = _mm512_setzero_si512();
         for (int k = 0; k < 4; k++) {
             float *row = p + (4 * t + k) * CPU_LANES;
-            const __m512 w = round2_512(_mm512_scalef_ps(_mm512_loadu_ps(row), to_w));
+            const __m512 x = _mm512_loadu_ps(row);
+            const __m512 w = round2_512(from_scores ? exp512_scaled(_mm512_sub_ps(x, mnew), to_w) : _mm512_scalef_ps(x, to_w));
             const __m512i d = _mm512_sllv_epi32(_mm512_cvtps_epi32(w), sh);
-            word = _mm512_or_si512(word, _mm512_sll_epi32(d, _mm_cvtsi32_si128(8 * k)));
+            word = _mm512_or_si512(word, _mm512_slli_epi32(d, 8 * k));
             const __m512 dec = _mm512_mul_ps(w, half);
             sum_h = _mm512_add_ps(sum_h, dec);
             if (a->want_float) _mm512_storeu_ps(row, dec);
@@ -199,71 +245,66 @@ static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b
     return sum_h;
 }
 
-static void cpu_avx512_softmax(const cpu_softmax_args *a)
+/* The online-softmax state of one tile that both forms share. */
+typedef struct softmax_tile {
+    __m512 mnew, alpha;
+    __mmask16 live; /* rows that see a key by now */
+    int masked;     /* some key of the tile is hidden from some row */
+    int blocks;
+    __m512 bmax[4096 / 32]; /* each block's largest score */
+} softmax_tile;
+
+/* The PNQ step in one pass over the scores (quantized P, no float P wanted):
+ * a block's P~ maximum is e^(its largest score - m'), exp being monotonic,
+ * so its shared exponent is known before its elements are, and each score
+ * goes to its P^ code directly. Returns 0, having written nothing but pp,
+ * psc and psc8, when a row sum is NaN (NaN or +Inf scores): the two-pass form
+ * handles those. */
+static int softmax_pnq_one_pass(const cpu_softmax_args *a, const softmax_tile *t)
 {
-    const int len = a->len, blocks = (len + 31) / 32;
-    const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
-    const __m512i lim = _mm512_min_epi32(_mm512_loadu_si512(a->lim), _mm512_set1_epi32(len - 1));
-    int masked = _mm512_reduce_min_epi32(lim) < len - 1 || len % 32 != 0;
-    __m512 tmax = ninf;
-    for (int j = 0; j < len; j++) {
-        __m512 s = _mm512_loadu_ps(a->s + j * CPU_LANES);
-        if (masked) {
-            s = _mm512_mask_mov_ps(ninf, _mm512_cmpge_epi32_mask(lim, _mm512_set1_epi32(j)), s);
-            _mm512_storeu_ps(a->s + j * CPU_LANES, s);
-        }
-        tmax = _mm512_max_ps(s, tmax);
-    }
-    const __m512 m = _mm512_loadu_ps(a->m);
-    const __m512 mnew = _mm512_max_ps(tmax, m);
-    __m512 alpha = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m, ninf, _CMP_NEQ_UQ), exp512(_mm512_sub_ps(m, mnew)));
-    alpha = _mm512_mask_mov_ps(alpha, _mm512_cmp_ps_mask(mnew, ninf, _CMP_EQ_OQ), _mm512_set1_ps(1.0f));
-    /* a row with nothing visible yet: the reference skips the tile, so its P~ is 0 even where S is NaN */
-    const __mmask16 live = _mm512_cmp_ps_mask(mnew, ninf, _CMP_NEQ_UQ);
-    if (live != 0xffff) masked = 1;
+    __m512i mx[4096 / 32], e[4096 / 32], emin;
+    mx[0] = _mm512_setzero_si512(); /* blocks >= 1; says so to the compiler */
+    for (int b = 0; b < t->blocks; b++)
+        mx[b] = _mm512_castps_si512(exp512(_mm512_sub_ps(t->bmax[b], t->mnew)));
+    const int fused = p_exponents(a, mx, t->blocks, e, &emin);
+    __m512 sum_h = _mm512_setzero_ps();
+    for (int b = 0; b < t->blocks; b++)
+        sum_h = quantize_p_block(a, a->s + (size_t)b * 32 * CPU_LANES, b, e[b], sum_h, emin, fused, 1, t->mnew);
+    if (_mm512_cmp_ps_mask(sum_h, sum_h, _CMP_UNORD_Q)) return 0;
+    if (a->fused) *a->fused = fused;
+    _mm512_storeu_ps(a->l, _mm512_add_ps(_mm512_mul_ps(t->alpha, _mm512_loadu_ps(a->l)), sum_h));
+    return 1;
+}
+
+/* The general form: P~ of every block first (stored over the scores), then
+ * P^ from the blocks' maxima of P~. */
+static void softmax_two_pass(const cpu_softmax_args *a, const softmax_tile *t)
+{
+    const int len = a->len, blocks = t->blocks, masked = t->masked;
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps(), mnew = t->mnew, alpha = t->alpha;
+    const __mmask16 live = t->live;
     __m512 sum_t = zero, sum_h = zero;
     const int need_t = !a->quant_p || !a->pnq; /* P~'s row sum: direct placement, or P unquantized */
-    __m512i mxs[4096 / 32];
+    __m512i mxs[4096 / 32], e[4096 / 32], emin = _mm512_setzero_si512();
     /* pass 1: P~ of every block (and its maximum), in key order */
     for (int b = 0; b < blocks; b++) {
         float *p = a->s + (size_t)b * 32 * CPU_LANES;
         const int n = len - b * 32 < 32 ? len - b * 32 : 32;
         __m512i mx = _mm512_setzero_si512(); /* P~ >= 0: integer order of the bits, NaN on top */
         for (int i = 0; i < 32; i++) {
-            __m512 e = zero;
+            __m512 x = zero;
             if (i < n) {
                 const __m512 s = _mm512_loadu_ps(p + i * CPU_LANES);
-                e = exp512(_mm512_sub_ps(s, mnew));
-                if (masked) e = _mm512_maskz_mov_ps(_mm512_mask_cmp_ps_mask(live, s, ninf, _CMP_NEQ_UQ), e);
+                x = exp512(_mm512_sub_ps(s, mnew));
+                if (masked) x = _mm512_maskz_mov_ps(_mm512_mask_cmp_ps_mask(live, s, ninf, _CMP_NEQ_UQ), x);
             }
-            _mm512_storeu_ps(p + i * CPU_LANES, e);
-            if (need_t) sum_t = _mm512_add_ps(sum_t, e);
-            mx = _mm512_max_epi32(mx, _mm512_castps_si512(e));
+            _mm512_storeu_ps(p + i * CPU_LANES, x);
+            if (need_t) sum_t = _mm512_add_ps(sum_t, x);
+            mx = _mm512_max_epi32(mx, _mm512_castps_si512(x));
         }
         mxs[b] = mx;
     }
-    /* the fused form needs every row's non-zero block exponents within CPU_FUSED_SHIFT */
-    int fused = 0;
-    __m512i emin = _mm512_set1_epi32(127);
-    if (a->quant_p && a->fuse) {
-        __m512i emax = _mm512_set1_epi32(-127);
-        __mmask16 bad = 0;
-        for (int b = 0; b < blocks; b++) {
-            bad |= _mm512_cmpge_epi32_mask(mxs[b], _mm512_set1_epi32(0x7f800000));
-            const __mmask16 nz = _mm512_cmpneq_epi32_mask(mxs[b], _mm512_setzero_si512());
-            const __m512i e = exponent512(mxs[b], a->rule);
-            emin = _mm512_mask_min_epi32(emin, nz, emin, e);
-            emax = _mm512_mask_max_epi32(emax, nz, emax, e);
-        }
-        const __mmask16 none = _mm512_cmpgt_epi32_mask(emin, emax);
-        emin = _mm512_mask_mov_epi32(emin, none, _mm512_setzero_si512());
-        emax = _mm512_mask_mov_epi32(emax, none, _mm512_setzero_si512());
-        const __mmask16 ok = (__mmask16)~bad &
-                             _mm512_cmple_epi32_mask(_mm512_sub_epi32(emax, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT)) &
-                             _mm512_cmpge_epi32_mask(emin, _mm512_set1_epi32(-60));
-        fused = ok == 0xffff;
-        if (fused) _mm512_storeu_ps(a->psc8, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(emin)));
-    }
+    const int fused = a->quant_p && p_exponents(a, mxs, blocks, e, &emin);
     if (a->fused) *a->fused = fused;
     /* pass 2: P^ codes and the row sum of the decoded values, in key order */
     for (int b = 0; b < blocks && a->quant_p; b++) {
@@ -278,13 +319,46 @@ static void cpu_avx512_softmax(const cpu_softmax_args *a)
             if (a->want_float) memcpy(p, dec, sizeof dec);
             continue;
         }
-        sum_h = quantize_p_block(a, p, b, _mm512_castsi512_ps(mx), sum_h, emin, fused);
+        sum_h = quantize_p_block(a, p, b, e[b], sum_h, emin, fused, 0, mnew);
     }
     if (!a->quant_p) sum_h = sum_t;
     const __m512 add = (a->pnq || !a->quant_p) ? sum_h : sum_t;
     _mm512_storeu_ps(a->l, _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_loadu_ps(a->l)), add));
-    _mm512_storeu_ps(a->m, mnew);
-    _mm512_storeu_ps(a->alpha, alpha);
+}
+
+static void cpu_avx512_softmax(const cpu_softmax_args *a)
+{
+    const int len = a->len;
+    softmax_tile t;
+    t.blocks = (len + 31) / 32;
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const __m512i lim = _mm512_min_epi32(_mm512_loadu_si512(a->lim), _mm512_set1_epi32(len - 1));
+    t.masked = _mm512_reduce_min_epi32(lim) < len - 1 || len % 32 != 0;
+    __m512 tmax = ninf;
+    for (int b = 0; b < t.blocks; b++) {
+        __m512 bm = ninf;
+        for (int j = 32 * b; j < 32 * b + 32; j++) {
+            __m512 s = ninf; /* keys past the end: zero padding, P~ = 0 */
+            if (j < len) s = _mm512_loadu_ps(a->s + j * CPU_LANES);
+            if (t.masked) {
+                s = _mm512_mask_mov_ps(ninf, _mm512_cmpge_epi32_mask(lim, _mm512_set1_epi32(j)), s);
+                _mm512_storeu_ps(a->s + j * CPU_LANES, s);
+            }
+            bm = _mm512_max_ps(s, bm);
+        }
+        t.bmax[b] = bm;
+        tmax = _mm512_max_ps(bm, tmax);
+    }
+    const __m512 m = _mm512_loadu_ps(a->m);
+    t.mnew = _mm512_max_ps(tmax, m);
+    t.alpha = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m, ninf, _CMP_NEQ_UQ), exp512(_mm512_sub_ps(m, t.mnew)));
+    t.alpha = _mm512_mask_mov_ps(t.alpha, _mm512_cmp_ps_mask(t.mnew, ninf, _CMP_EQ_OQ), _mm512_set1_ps(1.0f));
+    /* a row with nothing visible yet: the reference skips the tile, so its P~ is 0 even where S is NaN */
+    t.live = _mm512_cmp_ps_mask(t.mnew, ninf, _CMP_NEQ_UQ);
+    if (t.live != 0xffff) t.masked = 1;
+    if (!(a->quant_p && a->pnq && !a->want_float && t.live == 0xffff && softmax_pnq_one_pass(a, &t))) softmax_two_pass(a, &t);
+    _mm512_storeu_ps(a->m, t.mnew);
+    _mm512_storeu_ps(a->alpha, t.alpha);
 }
 
 static void cpu_avx512_qk_int(const cpu_qk_int_args *a)

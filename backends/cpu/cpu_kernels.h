@@ -20,8 +20,9 @@
 #define CPU_WORDS 8       /* 32-bit words per 32-element block */
 #define CPU_Q_OFFSET 12   /* Q codes + 12 are unsigned: u8 x s8 dot products */
 #define CPU_FUSED_SHIFT 3  /* codes << 3 still fit a byte: |12 << 3| = 96 */
+#define CPU_FUSED_SHIFT_P 4 /* P^ codes are unsigned (u8 operand): 12 << 4 = 192 */
 #define CPU_FUSED_OFFSET 96
-#define CPU_FUSED_MAX_BC 256 /* 256 keys * 96 * 96 < 2^24 */
+#define CPU_FUSED_MAX_BC 256 /* 256 keys * 192 * 96 < 2^24 */
 
 /* A shared-exponent rule as integer thresholds on the fraction of the block
  * maximum (SPEC §1): e = E - 2 + [f > up] - [f <= down]. */
@@ -51,7 +52,7 @@ typedef struct cpu_softmax_args {
     cpu_rule rule;
     uint32_t *pp; /* [blocks][8][16] P^ codes when quant_p */
     float *psc;   /* [blocks][16] 2^e of each P^ block when quant_p */
-    int fuse;     /* try the fused form: pp shifted to each row's smallest exponent */
+    int fuse;     /* try the fused form: pp shifted to each row's smallest exponent (span <= CPU_FUSED_SHIFT_P) */
     float *psc8;  /* [16] 2^(smallest e) when *fused is set */
     int *fused;   /* out: 1 if pp holds the fused form */
 } cpu_softmax_args;
@@ -99,8 +100,8 @@ typedef struct cpu_pv_int_args {
 } cpu_pv_int_args;
 
 /* acc = alpha * acc + P^ V^ as one integer dot per (row, column) over the
- * tile: P^ and V^ codes pre-shifted as in cpu_qk_fused_args (|sum| < 2^24
- * for tiles of <= 256 keys). */
+ * tile: P^ and V^ codes pre-shifted as in cpu_qk_fused_args, P^ (unsigned) by
+ * up to CPU_FUSED_SHIFT_P (|sum| < 2^24 for tiles of <= 256 keys). */
 typedef struct cpu_pv_fused_args {
     const uint32_t *pp; /* [words][16] */
     const float *psc8;  /* [16] */

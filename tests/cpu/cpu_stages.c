@@ -37,14 +37,15 @@ static int code(void) /* a doubled E2M1 value with a sign */
     return (rng >> 28) & 1 ? -c : c;
 }
 
-typedef struct item {
-    uint32_t qp[D / 4 * L];
+typedef struct item { /* 64-byte aligned parts, as the worker's scratch */
+    _Alignas(64) uint32_t qp[D / 4 * L];
     float qsc[L];
     int8_t *k, *vt;
     int32_t *kcorr;
     float *ksc, *vsc;
-    float s[BC * L], psc[BC / 32 * L], psc8[L], alpha[L], m[L], l[L], acc[D * L];
-    uint32_t pp[BC / 32 * CPU_WORDS * L];
+    _Alignas(64) float s[BC * L];
+    _Alignas(64) float psc[BC / 32 * L], psc8[L], alpha[L], m[L], l[L], acc[D * L];
+    _Alignas(64) uint32_t pp[BC / 32 * CPU_WORDS * L];
     int keys;
 } item;
 
@@ -90,12 +91,13 @@ int main(int argc, char **argv)
         return 1;
     }
     const cpu_kernels *kern = cpu_isa_kernels(isa);
-    item *it = calloc(1, sizeof *it);
+    item *it = aligned_alloc(64, sizeof(item));
     const int keys = argc > 2 ? atoi(argv[2]) : 4096;
     if (!it || keys < BC || keys % BC) return 1;
+    memset(it, 0, sizeof *it);
     it->keys = keys;
-    it->k = malloc((size_t)keys * D);
-    it->vt = malloc((size_t)keys * D);
+    it->k = aligned_alloc(64, (size_t)keys * D); /* 64-byte rows: a misaligned tile load costs twice */
+    it->vt = aligned_alloc(64, (size_t)keys * D);
     it->kcorr = malloc(sizeof(int32_t) * (size_t)keys);
     it->ksc = malloc(sizeof(float) * (size_t)keys);
     it->vsc = malloc(sizeof(float) * (size_t)(D * (keys / BC)));
