@@ -23,9 +23,9 @@ static inline __m512i bcast_word(const int8_t *p)
     return _mm512_set1_epi32(w);
 }
 
-/* e^x for x <= 0 to about 1 ulp: x = n ln2 + r, a degree-6 polynomial for
- * e^r, then scalef (which rounds subnormal results once). NaN propagates. */
-static inline __m512 exp512(__m512 x)
+/* e^x = p 2^n for x <= 0, to about 1 ulp: x = n ln2 + r, a degree-6
+ * polynomial p for e^r. NaN propagates. */
+static inline __m512 exp512_parts(__m512 x, __m512 *n_out)
 {
     /* x <= 0 here (scores minus their maximum); below -104, e^x rounds to 0 */
     x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
@@ -43,7 +43,25 @@ static inline __m512 exp512(__m512 x)
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    *n_out = n;
+    return p;
+}
+
+/* e^x for x <= 0 (scalef rounds subnormal results once). */
+static inline __m512 exp512(__m512 x)
+{
+    __m512 n;
+    const __m512 p = exp512_parts(x, &n);
     return _mm512_scalef_ps(p, n);
+}
+
+/* e^x 2^k (k integral, x <= 0): the power of two folded into exp512's last
+ * step, so e^x is never rounded on its own. */
+static inline __m512 exp512_scaled(__m512 x, __m512 k)
+{
+    __m512 n;
+    const __m512 p = exp512_parts(x, &n);
+    return _mm512_scalef_ps(p, _mm512_add_ps(n, k));
 }
 
 /* The shared exponent of 16 block maxima (finite, >= 0), as cpu_lanes.h. */
@@ -167,25 +185,6 @@ static unsigned cpu_avx512_quantize_fused(const float *x, int nblk, cpu_rule rul
     }
     if (sum) _mm512_storeu_si512(sum, total);
     return ok;
-}
-
-/* e^x 2^k (k integral, x <= 0): exp512 with the power of two folded into its
- * last step, so e^x is never rounded on its own. */
-static inline __m512 exp512_scaled(__m512 x, __m512 k)
-{
-    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-    const __m512 magic = _mm512_set1_ps(12582912.0f);
-    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3750393242e-03f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666416824e-01f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, _mm512_add_ps(n, k));
 }
 
 /* The shared exponents of a tile's P^ blocks from their P~ maxima (bits, >= 0),
