@@ -23,9 +23,9 @@ static inline __m512i bcast_word(const int8_t *p)
     return _mm512_set1_epi32(w);
 }
 
-/* e^x = p 2^n for x <= 0, to about 1 ulp: x = n ln2 + r, a degree-6
- * polynomial p for e^r. NaN propagates. */
-static inline __m512 exp512_parts(__m512 x, __m512 *n_out)
+/* e^x for x <= 0, to about 1 ulp: x = n ln2 + r, a degree-6 polynomial p
+ * for e^r, then p 2^n (scalef rounds subnormal results once). NaN propagates. */
+static inline __m512 exp512(__m512 x)
 {
     /* x <= 0 here (scores minus their maximum); below -104, e^x rounds to 0 */
     x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
@@ -43,25 +43,7 @@ static inline __m512 exp512_parts(__m512 x, __m512 *n_out)
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    *n_out = n;
-    return p;
-}
-
-/* e^x for x <= 0 (scalef rounds subnormal results once). */
-static inline __m512 exp512(__m512 x)
-{
-    __m512 n;
-    const __m512 p = exp512_parts(x, &n);
     return _mm512_scalef_ps(p, n);
-}
-
-/* e^x 2^k (k integral, x <= 0): the power of two folded into exp512's last
- * step, so e^x is never rounded on its own. */
-static inline __m512 exp512_scaled(__m512 x, __m512 k)
-{
-    __m512 n;
-    const __m512 p = exp512_parts(x, &n);
-    return _mm512_scalef_ps(p, _mm512_add_ps(n, k));
 }
 
 /* The shared exponent of 16 block maxima (finite, >= 0), as cpu_lanes.h. */
@@ -213,16 +195,21 @@ static int p_exponents(const cpu_softmax_args *a, const __m512i *mx, int blocks,
     return fused;
 }
 
-/* P^ of one 32-key block with shared exponent e: from P~ stored in p, or
- * with from_scores straight from the scores in p (P~ = e^(s - mnew), never
- * stored). Adds the decoded values to sum_h in key order; NaN propagates. */
-static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b, __m512i e, __m512 sum_h,
-                                      __m512i emin, int fused, int from_scores, __m512 mnew)
+/* The codes << sh of P^'s block b go to a->pp and its 2^e to a->psc. */
+static inline __m512i fused_shift(__m512i e, __m512i emin, int fused)
 {
-    /* fused: codes << (e - emin), clamped for all-zero blocks (whose exponent does not count) */
-    const __m512i sh = fused ? _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT_P)),
-                                                _mm512_setzero_si512())
-                             : _mm512_setzero_si512();
+    /* codes << (e - emin), clamped for all-zero blocks (whose exponent does not count) */
+    return fused ? _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT_P)),
+                                    _mm512_setzero_si512())
+                 : _mm512_setzero_si512();
+}
+
+/* P^ of one 32-key block with shared exponent e from P~ stored in p. Adds the
+ * decoded values to sum_h in key order; NaN propagates. */
+static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b, __m512i e, __m512 sum_h,
+                                      __m512i emin, int fused)
+{
+    const __m512i sh = fused_shift(e, emin, fused);
     const __m512 to_w = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_set1_epi32(1), e));
     const __m512 half = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(1))));
     _mm512_storeu_ps(a->psc + b * CPU_LANES, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(e)));
@@ -231,8 +218,7 @@ static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b
         __m512i word = _mm512_setzero_si512();
         for (int k = 0; k < 4; k++) {
             float *row = p + (4 * t + k) * CPU_LANES;
-            const __m512 x = _mm512_loadu_ps(row);
-            const __m512 w = round2_512(from_scores ? exp512_scaled(_mm512_sub_ps(x, mnew), to_w) : _mm512_scalef_ps(x, to_w));
+            const __m512 w = round2_512(_mm512_scalef_ps(_mm512_loadu_ps(row), to_w));
             const __m512i d = _mm512_sllv_epi32(_mm512_cvtps_epi32(w), sh);
             word = _mm512_or_si512(word, _mm512_slli_epi32(d, 8 * k));
             const __m512 dec = _mm512_mul_ps(w, half);
@@ -242,6 +228,56 @@ static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b
         _mm512_storeu_si512(pp + t * CPU_LANES, word);
     }
     return sum_h;
+}
+
+/* P^'s doubled code of e^x under block exponent e, found from x itself: w = 2 e^x 2^-e
+ * rounds to the code whose interval holds log2 w, so the E2M1 boundaries of w (0.5,
+ * 1.5, 2.5, 3.5, 5, 7, 10) become boundaries of j = 7 (log2 w + 1) = 7 log2(e) x +
+ * 7 (2 - e). Cells [c, c + 1) of j hold at most one boundary each (they lie >= 3.4
+ * apart), so a cell's first code, and the cell above's first code past its boundary,
+ * are two table lookups. No exp is formed; the one rounding of the fma (and of 7 log2 e)
+ * moves j by at most 2^-20 + 2^-24 |7 log2(e) x|: P~'s boundaries move by less than
+ * 1 + |x| / 2 ulp, inside the 3 + 2 |x| ulp an exp may err (SPEC §3, conform_flip.c). */
+static const float p_lut_bound[32] __attribute__((aligned(64))) = {
+    0.0f, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY,
+    11.094737505048093f, INFINITY, INFINITY, INFINITY, INFINITY, 16.253496664211536f, INFINITY, INFINITY,
+    19.651484454403228f, INFINITY, INFINITY, INFINITY, 23.253496664211536f, INFINITY, INFINITY,
+    26.651484454403228f, INFINITY, INFINITY, INFINITY, 30.253496664211536f, INFINITY};
+static const int32_t p_lut_code[32] __attribute__((aligned(64))) = {
+    0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 4, 4, 4, 4, 6, 6, 6, 8, 8, 8, 8, 12};
+
+/* P^ of one 32-key block with shared exponent e straight from its scores s
+ * (P~ = e^(s - mnew), never formed). Returns the block's row sum of P^; *chk
+ * turns NaN where a score is NaN or m' and a score are +Inf. */
+static inline __m512 quantize_p_block_scores(const cpu_softmax_args *a, const float *s, int b, __m512i e, __m512i emin,
+                                             int fused, __m512 mnew, __m512 *chk)
+{
+    const __m512i sh = fused_shift(e, emin, fused);
+    const __m512 c7 = _mm512_set1_ps(7.0f * 1.44269504088896341f), top = _mm512_set1_ps(31.5f), zero = _mm512_setzero_ps();
+    const __m512 at = _mm512_cvtepi32_ps(_mm512_mullo_epi32(_mm512_sub_epi32(_mm512_set1_epi32(2), e), _mm512_set1_epi32(7)));
+    const __m512 b0 = _mm512_load_ps(p_lut_bound), b1 = _mm512_load_ps(p_lut_bound + 16);
+    const __m512i c0 = _mm512_load_si512(p_lut_code), c1 = _mm512_load_si512(p_lut_code + 16), one = _mm512_set1_epi32(1);
+    _mm512_storeu_ps(a->psc + b * CPU_LANES, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(e)));
+    uint32_t *pp = a->pp + (size_t)b * CPU_WORDS * CPU_LANES;
+    __m512i codes = _mm512_setzero_si512();
+    __m512 nan = *chk;
+    for (int t = 0; t < CPU_WORDS; t++) {
+        __m512i word = _mm512_setzero_si512();
+        for (int k = 0; k < 4; k++) {
+            const __m512 j = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_loadu_ps(s + (4 * t + k) * CPU_LANES), mnew), c7, at);
+            nan = _mm512_add_ps(nan, j); /* j <= 7 * 129: only NaN makes the sum NaN */
+            const __m512 jc = _mm512_min_ps(_mm512_max_ps(j, zero), top); /* -Inf and below: cell 0 at 0, code 0 */
+            const __m512i cell = _mm512_cvttps_epi32(jc);
+            const __mmask16 past = _mm512_cmp_ps_mask(jc, _mm512_permutex2var_ps(b0, cell, b1), _CMP_GT_OQ);
+            const __m512i d = _mm512_permutex2var_epi32(c0, _mm512_mask_add_epi32(cell, past, cell, one), c1);
+            codes = _mm512_add_epi32(codes, d);
+            word = _mm512_or_si512(word, _mm512_sllv_epi32(d, _mm512_add_epi32(sh, _mm512_set1_epi32(8 * k))));
+        }
+        _mm512_storeu_si512(pp + t * CPU_LANES, word);
+    }
+    *chk = nan;
+    /* the block's doubled codes sum exactly (<= 384); P^ = code 2^(e - 1) */
+    return _mm512_scalef_ps(_mm512_cvtepi32_ps(codes), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, one)));
 }
 
 /* The online-softmax state of one tile that both forms share. */
@@ -266,10 +302,11 @@ static int softmax_pnq_one_pass(const cpu_softmax_args *a, const softmax_tile *t
     for (int b = 0; b < t->blocks; b++)
         mx[b] = _mm512_castps_si512(exp512(_mm512_sub_ps(t->bmax[b], t->mnew)));
     const int fused = p_exponents(a, mx, t->blocks, e, &emin);
-    __m512 sum_h = _mm512_setzero_ps();
+    __m512 sum_h = _mm512_setzero_ps(), chk = _mm512_setzero_ps();
     for (int b = 0; b < t->blocks; b++)
-        sum_h = quantize_p_block(a, a->s + (size_t)b * 32 * CPU_LANES, b, e[b], sum_h, emin, fused, 1, t->mnew);
-    if (_mm512_cmp_ps_mask(sum_h, sum_h, _CMP_UNORD_Q)) return 0;
+        sum_h = _mm512_add_ps(sum_h, quantize_p_block_scores(a, a->s + (size_t)b * 32 * CPU_LANES, b, e[b], emin, fused,
+                                                             t->mnew, &chk));
+    if (_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q)) return 0;
     if (a->fused) *a->fused = fused;
     _mm512_storeu_ps(a->l, _mm512_add_ps(_mm512_mul_ps(t->alpha, _mm512_loadu_ps(a->l)), sum_h));
     return 1;
@@ -318,7 +355,7 @@ static void softmax_two_pass(const cpu_softmax_args *a, const softmax_tile *t)
             if (a->want_float) memcpy(p, dec, sizeof dec);
             continue;
         }
-        sum_h = quantize_p_block(a, p, b, e[b], sum_h, emin, fused, 0, mnew);
+        sum_h = quantize_p_block(a, p, b, e[b], sum_h, emin, fused);
     }
     if (!a->quant_p) sum_h = sum_t;
     const __m512 add = (a->pnq || !a->quant_p) ? sum_h : sum_t;

@@ -107,6 +107,89 @@ static void test_rotate_tiles(void **state)
     }
 }
 
+/* The softmax kernels' P^ (PNQ, no float P wanted: the AVX-512 and AMX paths read each code
+ * off the score itself) against a model in double precision: every block exponent and the
+ * row sums exactly, every code exactly unless P~ lies within a few ulps of an E2M1 boundary
+ * of its block, where an exp within its error bound may land on either side. The scores
+ * put P~ 1e-5 (84 ulps) to either side of each boundary, at random in between, and in
+ * blocks 2^-5 to 2^-120 below the row maximum; one row has a masked tail. */
+static void test_softmax_p_codes(void **state)
+{
+    (void)state;
+    enum { BC = 128, NBLK = BC / 32 };
+    static const double bounds[] = {0.5, 1.5, 2.5, 3.5, 5.0, 7.0, 10.0};
+    const mxa_rule rules[] = {mxa_rule_uos(), mxa_rule_ocp()};
+    static float s[BC * L], ps[BC * L];
+    static uint32_t pp[NBLK * CPU_WORDS * L];
+    static float psc[NBLK * L];
+    tu_rng r = {23};
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa)) continue;
+        const cpu_kernels *k = cpu_isa_kernels((cpu_isa)isa);
+        int near = 0, checked = 0;
+        for (size_t ri = 0; ri < sizeof rules / sizeof rules[0]; ri++)
+            for (int rep = 0; rep < 24; rep++) {
+                const double base = 4.0 * tu_normal(&r);
+                int32_t lim[L];
+                for (int l = 0; l < L; l++) {
+                    lim[l] = l == 3 ? 100 : BC - 1;
+                    const int step = l == 5 ? 40 : 5; /* binades between blocks */
+                    for (int b = 0; b < NBLK; b++) {
+                        const double mb = b == 0 ? 1.0 : 1.3 * ldexp(1.0, -step * b + (int)(tu_next(&r) % 3));
+                        uint8_t codes[32], sb;
+                        float one = (float)mb;
+                        mxa_quantize_block(&one, 1, rules[ri], codes, &sb);
+                        const double unit = ldexp(1.0, (int)sb - 128); /* 2^(e - 1): P~ = w unit */
+                        for (int i = 0; i < 32; i++) {
+                            double p = mb * exp2(-6.0 * tu_uniform(&r));
+                            const double w = bounds[tu_next(&r) % 7] * (1.0 + ((tu_next(&r) & 1) ? 1e-5 : -1e-5));
+                            if (i % 3 == 1 && w * unit < mb) p = w * unit;
+                            if (i == 0) p = mb; /* the block maximum (x = 0 in block 0) */
+                            s[(b * 32 + i) * L + l] = (float)(base + log(p));
+                        }
+                    }
+                }
+                memcpy(ps, s, sizeof s);
+                float m[L], lsum[L], alpha[L];
+                for (int l = 0; l < L; l++) m[l] = -INFINITY, lsum[l] = 0.0f;
+                const cpu_softmax_args a = {s, BC, lim, m, lsum, alpha, 1, 1, 0, cpu_rule_of(rules[ri].kind, rules[ri].q),
+                                            pp, psc, 0, NULL, NULL};
+                k->softmax(&a);
+                for (int l = 0; l < L; l++) {
+                    double want_l = 0.0;
+                    for (int b = 0; b < NBLK; b++) {
+                        float pt[32];
+                        double x[32];
+                        for (int i = 0; i < 32; i++) {
+                            const int j = b * 32 + i;
+                            x[i] = j > lim[l] ? -INFINITY : (double)ps[j * L + l] - (double)m[l];
+                            pt[i] = (float)exp(x[i]);
+                        }
+                        uint8_t codes[32], sb;
+                        mxa_quantize_block(pt, 32, rules[ri], codes, &sb);
+                        assert_true(psc[b * L + l] == ldexpf(1.0f, (int)sb - 127));
+                        const double unit = ldexp(1.0, (int)sb - 128);
+                        for (int i = 0; i < 32; i++) {
+                            const int got = (int)(pp[(b * CPU_WORDS + i / 4) * L + l] >> (8 * (i % 4)) & 0xffu);
+                            want_l += got * unit;
+                            checked++;
+                            if (got == mxa_e2m1_doubled[codes[i]]) continue;
+                            const double w = exp(x[i]) / unit, tol = (8.0 + 2.0 * fabs(x[i])) * 0x1p-23;
+                            int close = 0;
+                            for (int bi = 0; bi < 7; bi++) close |= fabs(w - bounds[bi]) <= tol * bounds[bi];
+                            if (!close) printf("  %s lane %d key %d: x %.9g w %.9g code %d, want %d\n", isa_env[isa], l,
+                                               b * 32 + i, x[i], w, got, mxa_e2m1_doubled[codes[i]]);
+                            assert_true(close);
+                            near++;
+                        }
+                    }
+                    assert_true(fabs(lsum[l] - want_l) <= 1e-6 * want_l);
+                }
+            }
+        printf("  %-8s %d P^ codes, %d on the other side of a boundary they lie within ulps of\n", isa_env[isa], checked, near);
+    }
+}
+
 static mxa_device *open_cpu(mxa_runtime **rt, int isa, const char *threads)
 {
     setenv("MXA_CPU_ISA", isa_env[isa], 1);
@@ -321,6 +404,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_tiles),
         cmocka_unit_test(test_rotate_tiles),
+        cmocka_unit_test(test_softmax_p_codes),
         cmocka_unit_test(test_quantize_api),
         cmocka_unit_test(test_attention_matches_reference),
         cmocka_unit_test(test_threads_deterministic),
