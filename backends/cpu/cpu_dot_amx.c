@@ -1,10 +1,10 @@
 /*
  * AMX int8 kernels for the fused forms (compiled with -mamx-tile -mamx-int8
  * and the AVX-512 flags; used only when cpuid, XCR0 and the kernel's
- * permission allow it). The fused layouts are already what TDPBSUD takes:
- * rows of K^ (or of V^ transposed) are the signed A tile, and the word
- * arrays of Q^ + 96 (or P^) -- four bytes per lane per word -- are the
- * unsigned B tile. C = A B is then S transposed ([key][row], the layout the
+ * permission allow it). The fused layouts are already what the tile products
+ * take: rows of K^ (or of V^ transposed) are the signed A tile, and the word
+ * arrays of Q^ (signed, TDPBSSD: no offset to correct) or P^ (unsigned,
+ * TDPBSUD) -- four bytes per lane per word -- are the B tile. C = A B is then S transposed ([key][row], the layout the
  * softmax reads) or O~ transposed ([column][row], the accumulator's layout).
  * Everything else is the AVX-512 path.
  */
@@ -51,8 +51,15 @@ static int amx_configure(int words)
     return triple;
 }
 
+/* B signed (Q^ codes, TDPBSSD) or unsigned (P^ codes, TDPBSUD). */
+#define AMX_DP(c, a, b, signed_b) \
+    do { \
+        if (signed_b) _tile_dpbssd(c, a, b); \
+        else _tile_dpbsud(c, a, b); \
+    } while (0)
+
 /* Triple layout: C0/C1/C2 = A B for 16 rows at a, a + 16 stride, a + 32 stride. */
-static void amx_product3(const int8_t *a, long stride, int words, int32_t *cbuf)
+static inline void amx_product3(const int8_t *a, long stride, int words, int32_t *cbuf, int signed_b)
 {
     _tile_zero(0);
     _tile_zero(4);
@@ -60,16 +67,16 @@ static void amx_product3(const int8_t *a, long stride, int words, int32_t *cbuf)
     _tile_loadd(1, a, stride);
     _tile_loadd(5, a + 16 * stride, stride);
     _tile_loadd(7, a + 32 * stride, stride);
-    _tile_dpbsud(0, 1, 2);
-    _tile_dpbsud(4, 5, 2);
-    _tile_dpbsud(6, 7, 2);
+    AMX_DP(0, 1, 2, signed_b);
+    AMX_DP(4, 5, 2, signed_b);
+    AMX_DP(6, 7, 2, signed_b);
     if (words > 16) {
         _tile_loadd(1, a + 64, stride);
         _tile_loadd(5, a + 16 * stride + 64, stride);
         _tile_loadd(7, a + 32 * stride + 64, stride);
-        _tile_dpbsud(0, 1, 3);
-        _tile_dpbsud(4, 5, 3);
-        _tile_dpbsud(6, 7, 3);
+        AMX_DP(0, 1, 3, signed_b);
+        AMX_DP(4, 5, 3, signed_b);
+        AMX_DP(6, 7, 3, signed_b);
     }
     _tile_stored(0, cbuf, 64);
     _tile_stored(4, cbuf + 256, 64);
@@ -88,29 +95,29 @@ static void amx_load_b(const uint32_t *w, int words)
 }
 
 /* tmm0 = A B for 16 rows of A at `a` (row stride `stride`), 4 * words bytes each. */
-static void amx_product(const int8_t *a, long stride, int words)
+static inline void amx_product(const int8_t *a, long stride, int words, int signed_b)
 {
     const int full = words / 16;
     _tile_zero(0);
     if (full > 0) {
         _tile_loadd(1, a, stride);
-        _tile_dpbsud(0, 1, 2);
+        AMX_DP(0, 1, 2, signed_b);
     }
     if (full > 1) {
         _tile_loadd(1, a + 64, stride);
-        _tile_dpbsud(0, 1, 3);
+        AMX_DP(0, 1, 3, signed_b);
     }
     if (full > 2) {
         _tile_loadd(1, a + 128, stride);
-        _tile_dpbsud(0, 1, 4);
+        AMX_DP(0, 1, 4, signed_b);
     }
     if (full > 3) {
         _tile_loadd(1, a + 192, stride);
-        _tile_dpbsud(0, 1, 5);
+        AMX_DP(0, 1, 5, signed_b);
     }
     if (words % 16) {
         _tile_loadd(6, a + 64 * full, stride);
-        _tile_dpbsud(0, 6, 7);
+        AMX_DP(0, 6, 7, signed_b);
     }
 }
 
@@ -118,24 +125,23 @@ static void amx_qk_fused(const cpu_qk_fused_args *a)
 {
     const int d = a->d;
     int32_t cbuf[3 * 16 * CPU_LANES] __attribute__((aligned(64)));
-    const __m512 scale = _mm512_set1_ps(a->scale), qs = _mm512_loadu_ps(a->qsc);
+    /* 2^eq * scale is exact (a power of two times a float), so dot * (that * ksc) rounds once, as dot * 2^(eq + ek) * scale */
+    const __m512 qss = _mm512_mul_ps(_mm512_loadu_ps(a->qsc), _mm512_set1_ps(a->scale));
     const int triple = amx_configure(d / 4);
     amx_load_b(a->qp, d / 4);
     /* 16 keys per product; nkeys is a multiple of 8 and the K buffer holds whole tiles, so reading 16 is safe */
     for (int j = 0; j < a->nkeys;) {
         const int group = triple && a->nkeys - j > 32 ? 48 : 16;
         if (group == 48) {
-            amx_product3(a->k + (size_t)j * d, d, d / 4, cbuf);
+            amx_product3(a->k + (size_t)j * d, d, d / 4, cbuf, 1);
         } else {
-            amx_product(a->k + (size_t)j * d, d, d / 4);
+            amx_product(a->k + (size_t)j * d, d, d / 4, 1);
             _tile_stored(0, cbuf, 64);
         }
         const int rr = a->nkeys - j < group ? a->nkeys - j : group;
-        for (int r = 0; r < rr; r++) {
-            const __m512i acc = _mm512_add_epi32(_mm512_load_si512(cbuf + r * CPU_LANES), _mm512_set1_epi32(a->kcorr[j + r]));
-            const __m512 sc = _mm512_mul_ps(qs, _mm512_set1_ps(a->ksc[j + r]));
-            const __m512 dot = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), sc); /* exact */
-            _mm512_storeu_ps(a->s + (j + r) * CPU_LANES, _mm512_mul_ps(dot, scale));
+        for (int r = 0; r < rr; r++) { /* fused_q_offset 0: no kcorr */
+            const __m512 sc = _mm512_mul_ps(qss, _mm512_set1_ps(a->ksc[j + r]));
+            _mm512_storeu_ps(a->s + (j + r) * CPU_LANES, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cbuf + r * CPU_LANES)), sc));
         }
         j += group;
     }
@@ -150,9 +156,9 @@ static void amx_pv_fused(const cpu_pv_fused_args *a)
     for (int c = 0; c < a->d;) {
         const int group = triple && a->d - c >= 48 ? 48 : 16;
         if (group == 48) {
-            amx_product3(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words, cbuf);
+            amx_product3(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words, cbuf, 0);
         } else {
-            amx_product(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words);
+            amx_product(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words, 0);
             _tile_stored(0, cbuf, 64);
         }
         for (int r = 0; r < group; r++) {
@@ -182,6 +188,7 @@ static void amx_init(void)
     amx_table = cpu_kernels_avx512;
     amx_table.name = "amx-int8";
     amx_table.qk_fused = amx_qk_fused;
+    amx_table.fused_q_offset = 0;
     amx_table.pv_fused = amx_pv_fused;
     amx_table.end_item = amx_end_item;
 }

@@ -529,6 +529,7 @@ const cpu_kernels cpu_kernels_avx512 = {
     .rotate = cpu_avx512_rotate,
     .qk_int = cpu_avx512_qk_int,
     .qk_fused = cpu_avx512_qk_fused,
+    .fused_q_offset = CPU_FUSED_OFFSET,
     .quantize_fused = cpu_avx512_quantize_fused,
     .qk_f32 = cpu_avx512_qk_f32,
     .softmax = cpu_avx512_softmax,

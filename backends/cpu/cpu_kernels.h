@@ -75,10 +75,10 @@ typedef struct cpu_qk_int_args {
  * (< 2^24) times one power of two, which is also what the reference's fp32
  * sum of exact block products comes to. */
 typedef struct cpu_qk_fused_args {
-    const uint32_t *qp;   /* [dblk][8][16] (code << shift) + 96 */
+    const uint32_t *qp;   /* [dblk][8][16] (code << shift) + fused_q_offset */
     const float *qsc;     /* [16] 2^(smallest eq) */
     const int8_t *k;      /* [nkeys][d] code << shift */
-    const int32_t *kcorr; /* [nkeys] -96 * sum of the row's shifted codes */
+    const int32_t *kcorr; /* [nkeys] -fused_q_offset * sum of the row's shifted codes */
     const float *ksc;     /* [nkeys] 2^(smallest ek - 2) */
     int nkeys, d;
     float scale;
@@ -122,6 +122,7 @@ typedef struct cpu_kernels {
     void (*rotate)(float *x, int d);
     void (*qk_int)(const cpu_qk_int_args *a);
     void (*qk_fused)(const cpu_qk_fused_args *a); /* NULL: not on this path */
+    int fused_q_offset; /* added to qk_fused's Q codes: 96 for u8 x s8 products, 0 for s8 x s8 (AMX) */
     void (*pv_fused)(const cpu_pv_fused_args *a); /* NULL: not on this path */
     /* Quantizes x [nblk*32][16] like `quantize`, then shifts each lane's codes
      * to its smallest non-zero block exponent: packed words of (code << shift)

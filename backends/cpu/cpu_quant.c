@@ -83,7 +83,7 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
         for (int l = 0; l < L; l++) {
             for (int w = 0; w < d / 4; w++) put_word(hd->k8 + (j0 + l) * d + 4 * w, packed[w * L + l]);
             hd->kok[j0 + l] = (uint8_t)((ok >> l) & 1);
-            hd->kcorr8[j0 + l] = -CPU_FUSED_OFFSET * sum[l];
+            hd->kcorr8[j0 + l] = -p->kern->fused_q_offset * sum[l];
             hd->ksc8[j0 + l] = smin[l] * 0.25f;
         }
     }
@@ -238,7 +238,7 @@ void cpu_prep_q(const cpu_prep *p, int64_t b, int64_t h, int64_t i0, float *x, u
         const cpu_quant_out out = {qp, qsc, NULL, NULL, NULL, NULL};
         p->kern->quantize(x, (int)(d / 32), p->rule, CPU_Q_OFFSET, &out);
     }
-    fz->ok = p->fused && p->kern->quantize_fused(x, (int)(d / 32), p->rule, CPU_FUSED_OFFSET, fz->qp8, fz->qsc8, NULL) == 0xffffu;
+    fz->ok = p->fused && p->kern->quantize_fused(x, (int)(d / 32), p->rule, p->kern->fused_q_offset, fz->qp8, fz->qsc8, NULL) == 0xffffu;
 }
 
 /* ----------------------------------------------------------- mxa_quantize */

@@ -102,16 +102,16 @@ int main(int argc, char **argv)
     it->ksc = malloc(sizeof(float) * (size_t)keys);
     it->vsc = malloc(sizeof(float) * (size_t)(D * (keys / BC)));
     if (!it->k || !it->vt || !it->kcorr || !it->ksc || !it->vsc) return 1;
-    for (int w = 0; w < D / 4 * L; w++) { /* Q^ + 96, four bytes per word */
+    for (int w = 0; w < D / 4 * L; w++) { /* Q^ + the path's offset, four bytes per word */
         uint32_t x = 0;
-        for (int b = 0; b < 4; b++) x |= (uint32_t)(code() + CPU_FUSED_OFFSET) << (8 * b);
+        for (int b = 0; b < 4; b++) x |= (uint32_t)(uint8_t)(code() + kern->fused_q_offset) << (8 * b);
         it->qp[w] = x;
     }
     for (int r = 0; r < L; r++) it->qsc[r] = 0.03125f;
     for (int j = 0; j < keys; j++) {
         int32_t sum = 0;
         for (int c = 0; c < D; c++) sum += it->k[(size_t)j * D + c] = (int8_t)code();
-        it->kcorr[j] = -CPU_FUSED_OFFSET * sum;
+        it->kcorr[j] = -kern->fused_q_offset * sum;
         it->ksc[j] = 0.015625f;
     }
     for (size_t i = 0; i < (size_t)keys * D; i++) it->vt[i] = (int8_t)code();
