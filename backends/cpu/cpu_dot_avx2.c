@@ -171,6 +171,7 @@ const cpu_kernels cpu_kernels_avx2 = {
     .name = "avx2",
     .quantize = cpu_avx2_quantize,
     .rotate = cpu_avx2_rotate,
+    .transpose = cpu_avx2_transpose,
     .qk_int = cpu_avx2_qk_int,
     .qk_f32 = cpu_avx2_qk_f32,
     .softmax = cpu_avx2_softmax,

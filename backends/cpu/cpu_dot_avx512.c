@@ -14,6 +14,7 @@
 #define CPU_HAVE_QK_INT 1
 #define CPU_HAVE_PV_INT 1
 #define CPU_HAVE_F32 1
+#define CPU_HAVE_TRANSPOSE 1
 #include "cpu_lanes.h"
 
 static inline __m512i bcast_word(const int8_t *p)
@@ -69,6 +70,51 @@ static inline __m512 round2_512(__m512 w)
     const __m512 c = _mm512_castsi512_ps(_mm512_add_epi32(eb, _mm512_set1_epi32(22 << 23)));
     const __m512 r = _mm512_sub_ps(_mm512_add_ps(w, c), c);
     return _mm512_min_ps(_mm512_set1_ps(12.0f), r); /* NaN in, NaN out */
+}
+
+/* 16 x 16 32-bit elements transposed in registers: pairs, quads, then 128-bit lanes twice. */
+static inline void transpose16x16(__m512i v[16])
+{
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(v[i], v[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4)
+        for (int j = 0; j < 2; j++) {
+            v[i + 2 * j] = _mm512_unpacklo_epi64(t[i + j], t[i + 2 + j]);
+            v[i + 2 * j + 1] = _mm512_unpackhi_epi64(t[i + j], t[i + 2 + j]);
+        }
+    for (int i = 0; i < 16; i += 8)
+        for (int j = 0; j < 4; j++) {
+            t[i + j] = _mm512_shuffle_i32x4(v[i + j], v[i + 4 + j], 0x88);
+            t[i + 4 + j] = _mm512_shuffle_i32x4(v[i + j], v[i + 4 + j], 0xdd);
+        }
+    for (int j = 0; j < 8; j++) {
+        v[j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
+        v[8 + j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
+    }
+}
+
+static void cpu_avx512_transpose(const void *src, int64_t src_stride, int rows, int valid, int cols, void *dst,
+                                 int64_t dst_stride)
+{
+    const uint32_t *s = src;
+    uint32_t *d = dst;
+    for (int r0 = 0; r0 < rows; r0 += 16) {
+        const int nr = rows - r0 < 16 ? rows - r0 : 16;
+        const __mmask16 rm = (__mmask16)((1u << nr) - 1u);
+        for (int c0 = 0; c0 < cols; c0 += 16) {
+            const int nc = cols - c0 < 16 ? cols - c0 : 16;
+            const __mmask16 cm = (__mmask16)((1u << nc) - 1u);
+            __m512i v[16];
+            for (int i = 0; i < 16; i++)
+                v[i] = i < nr && r0 + i < valid ? _mm512_maskz_loadu_epi32(cm, s + (r0 + i) * src_stride + c0)
+                                                : _mm512_setzero_si512();
+            transpose16x16(v);
+            for (int c = 0; c < nc; c++) _mm512_mask_storeu_epi32(d + (c0 + c) * dst_stride + r0, rm, v[c]);
+        }
+    }
 }
 
 /* cpu_lanes.h's quantize with intrinsics (the compiler does not vectorize
@@ -527,6 +573,7 @@ const cpu_kernels cpu_kernels_avx512 = {
     .name = "avx512-vnni",
     .quantize = cpu_avx512_quantize,
     .rotate = cpu_avx512_rotate,
+    .transpose = cpu_avx512_transpose,
     .qk_int = cpu_avx512_qk_int,
     .qk_fused = cpu_avx512_qk_fused,
     .fused_q_offset = CPU_FUSED_OFFSET,

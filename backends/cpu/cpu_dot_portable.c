@@ -13,6 +13,7 @@ const cpu_kernels cpu_kernels_portable = {
     .name = "portable",
     .quantize = cpu_portable_quantize,
     .rotate = cpu_portable_rotate,
+    .transpose = cpu_portable_transpose,
     .qk_int = cpu_portable_qk_int,
     .qk_f32 = cpu_portable_qk_f32,
     .softmax = cpu_portable_softmax,

@@ -120,6 +120,9 @@ typedef struct cpu_kernels {
     void (*quantize)(const float *x, int nblk, cpu_rule rule, int offset, const cpu_quant_out *out);
     /* Walsh-Hadamard rotation of x [d][16] along d (SPEC §2 step 1 order). */
     void (*rotate)(float *x, int d);
+    /* dst[c * dst_stride + r] = r < valid ? src[r * src_stride + c] : 0 for r < rows, c < cols:
+     * 32-bit elements at any 1-byte alignment (the tile layouts to and from rows of keys). */
+    void (*transpose)(const void *src, int64_t src_stride, int rows, int valid, int cols, void *dst, int64_t dst_stride);
     void (*qk_int)(const cpu_qk_int_args *a);
     void (*qk_fused)(const cpu_qk_fused_args *a); /* NULL: not on this path */
     int fused_q_offset; /* added to qk_fused's Q codes: 96 for u8 x s8 products, 0 for s8 x s8 (AMX) */

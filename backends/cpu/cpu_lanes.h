@@ -133,6 +133,20 @@ static void CPU_FN(quantize)(const float *x, int nblk, cpu_rule rule, int offset
 }
 #endif
 
+#ifndef CPU_HAVE_TRANSPOSE
+static void CPU_FN(transpose)(const void *src, int64_t src_stride, int rows, int valid, int cols, void *dst, int64_t dst_stride)
+{
+    const unsigned char *s = src;
+    unsigned char *d = dst;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            uint32_t w = 0;
+            if (r < valid) memcpy(&w, s + 4 * (r * src_stride + c), 4);
+            memcpy(d + 4 * (c * dst_stride + r), &w, 4);
+        }
+}
+#endif
+
 static void CPU_FN(rotate)(float *x, int d)
 {
     for (int h = 1; h < d; h *= 2)

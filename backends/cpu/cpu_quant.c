@@ -44,11 +44,6 @@ cpu_rule cpu_rule_of(mxa_rule_kind kind, float q)
     return r;
 }
 
-static void put_word(int8_t *dst, uint32_t w)
-{
-    memcpy(dst, &w, sizeof w);
-}
-
 /* Keys [j0, j0 + 16) of a kv head. */
 static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t j0)
 {
@@ -58,8 +53,8 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
     float scale[8 * L];
     int32_t sum[8 * L];
     if (d < 32 || d > 256) return; /* checked by the runtime; tells the compiler x gets written */
-    for (int64_t c = 0; c < d; c++)
-        for (int l = 0; l < L; l++) x[c * L + l] = j0 + l < hd->len ? k[(j0 + l) * d + c] : 0.0f;
+    const int64_t have = hd->len - j0;
+    p->kern->transpose(k + j0 * d, d, L, have < 0 ? 0 : have > L ? L : (int)have, (int)d, x, L);
     if (p->desc->hadamard && !p->k_rotated) p->kern->rotate(x, (int)d);
     if (!p->qk_int) {
         for (int l = 0; l < L; l++)
@@ -68,10 +63,9 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
     }
     const cpu_quant_out out = {packed, scale, NULL, NULL, NULL, sum};
     p->kern->quantize(x, (int)dblk, p->rule, 0, &out);
+    p->kern->transpose(packed, L, (int)(d / 4), (int)(d / 4), L, hd->k + j0 * d, d / 4);
     for (int64_t b = 0; b < dblk; b++)
         for (int l = 0; l < L; l++) {
-            for (int t = 0; t < CPU_WORDS; t++)
-                put_word(hd->k + (j0 + l) * d + b * 32 + 4 * t, packed[(b * CPU_WORDS + t) * L + l]);
             hd->kcorr[(j0 + l) * dblk + b] = -CPU_Q_OFFSET * sum[b * L + l];
             hd->ksc[(j0 + l) * dblk + b] = scale[b * L + l] * 0.25f;
         }
@@ -80,8 +74,8 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
     if (p->fused) {
         float smin[L];
         const unsigned ok = p->kern->quantize_fused(x, (int)dblk, p->rule, 0, packed, smin, sum);
+        p->kern->transpose(packed, L, (int)(d / 4), (int)(d / 4), L, hd->k8 + j0 * d, d / 4);
         for (int l = 0; l < L; l++) {
-            for (int w = 0; w < d / 4; w++) put_word(hd->k8 + (j0 + l) * d + 4 * w, packed[w * L + l]);
             hd->kok[j0 + l] = (uint8_t)((ok >> l) & 1);
             hd->kcorr8[j0 + l] = -p->kern->fused_q_offset * sum[l];
             hd->ksc8[j0 + l] = smin[l] * 0.25f;
@@ -109,9 +103,8 @@ static void prep_v32(const cpu_prep *p, const float *v, cpu_head_kv *hd, int64_t
             rows = dec;
         }
         if (p->pv_int) {
+            p->kern->transpose(packed, L, CPU_WORDS, CPU_WORDS, L, hd->vt + c0 * p->nk_pad + j0, p->nk_pad / 4);
             for (int l = 0; l < L; l++) {
-                for (int t = 0; t < CPU_WORDS; t++)
-                    put_word(hd->vt + (c0 + l) * p->nk_pad + j0 + 4 * t, packed[t * L + l]);
                 hd->vsc[(c0 + l) * kblk + j0 / 32] = scale[l] * 0.25f;
             }
         } else {
@@ -137,8 +130,8 @@ static void prep_v_fused(void *ctx, int64_t item, int worker)
         for (int i = 0; i < p->bc; i++)
             for (int l = 0; l < L; l++) x[i * L + l] = j0 + i < hd->len ? v[(j0 + i) * d + c0 + l] : 0.0f;
         ok &= p->kern->quantize_fused(x, p->bc / 32, p->rule, 0, packed, smin, NULL) == 0xffffu;
+        p->kern->transpose(packed, L, (int)(p->bc / 4), (int)(p->bc / 4), L, hd->vt8 + j0 * d + c0 * p->bc, p->bc / 4);
         for (int l = 0; l < L; l++) {
-            for (int w = 0; w < p->bc / 4; w++) put_word(hd->vt8 + j0 * d + (c0 + l) * p->bc + 4 * w, packed[w * L + l]);
             hd->vsc8[(c0 + l) * tiles + t] = smin[l] * 0.25f;
         }
     }
@@ -231,8 +224,8 @@ void cpu_prep_q(const cpu_prep *p, int64_t b, int64_t h, int64_t i0, float *x, u
 {
     const int64_t d = p->d;
     const float *q = p->q + (b * p->h + h) * p->nq * d;
-    for (int64_t c = 0; c < d; c++)
-        for (int l = 0; l < L; l++) x[c * L + l] = i0 + l < p->nq ? q[(i0 + l) * d + c] : 0.0f;
+    const int64_t have = p->nq - i0;
+    p->kern->transpose(q + i0 * d, d, L, have < 0 ? 0 : have > L ? L : (int)have, (int)d, x, L);
     if (p->desc->hadamard) p->kern->rotate(x, (int)d);
     if (p->qk_int) {
         const cpu_quant_out out = {qp, qsc, NULL, NULL, NULL, NULL};
