@@ -438,8 +438,11 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         /* ---- P^ = MXFP4(P~) per block, as int8 codes of the A fragments of P V:
          * clamping at 6 x 2^e saturates, and adding then subtracting c = 2^(max(binade, e) + 22)
          * rounds to the E2M1 step in that binade, ties to even; code = P^ 2^(1 - unit), an
-         * integer <= 96, lands in the low byte of fma(P^ 2^64, 2^(-63 - unit), 1.5 x 2^23)
-         * (2^64 first: 2^(1 - unit) itself may exceed fp32) */
+         * integer <= 96, lands in the low byte of fma(P^, 2^(1 - unit), 1.5 x 2^23). The unit
+         * is at least -126, so 2^(1 - unit) is an fp32; only a block whose own exponent is -127
+         * (its largest P~ subnormal, 2^-126 below the row's 1) has its codes on twice its unit
+         * then, rounding its odd codes by 2^-128 (below the flush-to-zero term of conform's
+         * bound) */
         uint pa[NKB][4];
         float fp[NKB][2];
 #pragma unroll
@@ -447,8 +450,8 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
             float kc[2];
 #pragma unroll
             for (int r = 0; r < 2; r++) {
-                const int unit = chain ? (hi[r] == NO_BLOCK ? 0 : hi[r] - 3) : (pe[kb][r] == NO_BLOCK ? 0 : pe[kb][r]);
-                kc[r] = as_float(mxa_pow2_bits(-63 - unit));
+                const int unit = max(chain ? (hi[r] == NO_BLOCK ? 0 : hi[r] - 3) : (pe[kb][r] == NO_BLOCK ? 0 : pe[kb][r]), -126);
+                kc[r] = as_float(mxa_pow2_bits(1 - unit));
                 fp[kb][r] = mxa_half_pow2(unit);
             }
             uint code[4][4]; /* [n4][i], each in its low byte */
@@ -461,7 +464,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
                     const float c = as_float(max(as_uint(pm), exb[kb][r]) & 0x7f800000u);
                     const float x = fma(c, 4194304.0f, pm);
                     const float q = fma(c, -4194304.0f, x);
-                    code[n4][i] = as_uint(fma(q * 18446744073709551616.0f, kc[r], BIAS));
+                    code[n4][i] = as_uint(fma(q, kc[r], BIAS));
                 }
             /* reg 0/2: row g, reg 1/3: row g + 8; n-tiles 0,1 then 2,3 of the block */
             pa[kb][0] = prmt(prmt(code[0][0], code[0][1], 0x0040u), prmt(code[1][0], code[1][1], 0x0040u), 0x5410u);
