@@ -83,6 +83,15 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
     }
 }
 
+/* x [n][16] = columns [c0, c0 + 16) of V's keys [j0, j0 + n), zero past len: one row copy each. */
+static void v_rows(const float *v, int64_t d, int64_t c0, int64_t j0, int n, int64_t len, float *x)
+{
+    const int64_t have = len - j0;
+    const int rows = have < 0 ? 0 : have < n ? (int)have : n;
+    for (int i = 0; i < rows; i++) memcpy(x + i * L, v + (j0 + i) * d + c0, L * sizeof(float));
+    memset(x + rows * L, 0, (size_t)(n - rows) * L * sizeof(float));
+}
+
 /* Keys [j0, j0 + 32) of V, 16 columns at a time, blocks along the keys. */
 static void prep_v32(const cpu_prep *p, const float *v, cpu_head_kv *hd, int64_t j0)
 {
@@ -92,8 +101,7 @@ static void prep_v32(const cpu_prep *p, const float *v, cpu_head_kv *hd, int64_t
     uint32_t packed[CPU_WORDS * L];
     float scale[L];
     for (int64_t c0 = 0; c0 < d; c0 += L) {
-        for (int i = 0; i < 32; i++)
-            for (int l = 0; l < L; l++) x[i * L + l] = j0 + i < hd->len ? v[(j0 + i) * d + c0 + l] : 0.0f;
+        v_rows(v, d, c0, j0, 32, hd->len, x);
         const float *rows = x;
         if (quant_v && p->pv_fp8) {
             cpu_fp8_fake_quantize_lanes(x, 1, NULL);
@@ -127,8 +135,7 @@ static void prep_v_fused(void *ctx, int64_t item, int worker)
     uint32_t packed[CPU_FUSED_MAX_BC / 4 * L];
     uint8_t ok = 1;
     for (int64_t c0 = 0; c0 < d; c0 += L) {
-        for (int i = 0; i < p->bc; i++)
-            for (int l = 0; l < L; l++) x[i * L + l] = j0 + i < hd->len ? v[(j0 + i) * d + c0 + l] : 0.0f;
+        v_rows(v, d, c0, j0, (int)p->bc, hd->len, x);
         ok &= p->kern->quantize_fused(x, p->bc / 32, p->rule, 0, packed, smin, NULL) == 0xffffu;
         p->kern->transpose(packed, L, (int)(p->bc / 4), (int)(p->bc / 4), L, hd->vt8 + j0 * d + c0 * p->bc, p->bc / 4);
         for (int l = 0; l < L; l++) {
