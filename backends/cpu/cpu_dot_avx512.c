@@ -241,10 +241,10 @@ static int p_exponents(const cpu_softmax_args *a, const __m512i *mx, int blocks,
     return fused;
 }
 
-/* The codes << sh of P^'s block b go to a->pp and its 2^e to a->psc. */
+/* How far a block's P^ codes shift left in the fused form: e - emin, clamped
+ * for all-zero blocks (whose exponent does not count); 0 otherwise. */
 static inline __m512i fused_shift(__m512i e, __m512i emin, int fused)
 {
-    /* codes << (e - emin), clamped for all-zero blocks (whose exponent does not count) */
     return fused ? _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT_P)),
                                     _mm512_setzero_si512())
                  : _mm512_setzero_si512();
