@@ -4,9 +4,10 @@
  * permission allow it). The fused layouts are already what the tile products
  * take: rows of K^ (or of V^ transposed) are the signed A tile, and the word
  * arrays of Q^ (signed, TDPBSSD: no offset to correct) or P^ (unsigned,
- * TDPBSUD) -- four bytes per lane per word -- are the B tile. C = A B is then S transposed ([key][row], the layout the
- * softmax reads) or O~ transposed ([column][row], the accumulator's layout).
- * Everything else is the AVX-512 path.
+ * TDPBSUD) -- four bytes per lane per word -- are the B tile. C = A B is
+ * then S transposed ([key][row], the layout the softmax reads) or O~
+ * transposed ([column][row], the accumulator's layout). Everything else is
+ * the AVX-512 path.
  */
 #include <immintrin.h>
 #include <pthread.h>

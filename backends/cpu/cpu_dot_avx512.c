@@ -62,6 +62,35 @@ static inline __m512i exponent512(__m512i mb, cpu_rule rule)
     return _mm512_min_epi32(e, _mm512_set1_epi32(127));
 }
 
+/* Each block's shared exponent e[b] from its largest magnitude's bits mx[b], and the
+ * smallest and largest of them over each lane's non-zero blocks (both 0 where every
+ * block is zero). Returns the lanes with a non-finite block. */
+static inline __mmask16 block_exponents(const __m512i *mx, int nblk, cpu_rule rule, __m512i *e, __m512i *emin_out,
+                                        __m512i *emax_out)
+{
+    __m512i emin = _mm512_set1_epi32(127), emax = _mm512_set1_epi32(-127);
+    __mmask16 bad = 0;
+    for (int b = 0; b < nblk; b++) {
+        bad |= _mm512_cmpge_epi32_mask(mx[b], _mm512_set1_epi32(0x7f800000));
+        const __mmask16 nz = _mm512_cmpneq_epi32_mask(mx[b], _mm512_setzero_si512()); /* all-zero blocks do not count */
+        e[b] = exponent512(mx[b], rule);
+        emin = _mm512_mask_min_epi32(emin, nz, emin, e[b]);
+        emax = _mm512_mask_max_epi32(emax, nz, emax, e[b]);
+    }
+    const __mmask16 none = _mm512_cmpgt_epi32_mask(emin, emax);
+    *emin_out = _mm512_mask_mov_epi32(emin, none, _mm512_setzero_si512());
+    *emax_out = _mm512_mask_mov_epi32(emax, none, _mm512_setzero_si512());
+    return bad;
+}
+
+/* How far a block's codes shift left onto the lane's smallest exponent in a fused
+ * form: e - emin, at most `limit` (0: no fused form) and 0 for all-zero blocks
+ * (whose exponent was left out of emin). */
+static inline __m512i code_shift(__m512i e, __m512i emin, int limit)
+{
+    return _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e, emin), _mm512_set1_epi32(limit)), _mm512_setzero_si512());
+}
+
 /* Twice the E2M1 rounding, given w = 2 |x| 2^-e (see cpu_lanes.h round2). */
 static inline __m512 round2_512(__m512 w)
 {
@@ -172,22 +201,13 @@ static unsigned cpu_avx512_quantize_fused(const float *x, int nblk, cpu_rule rul
                                           float *smin, int32_t *sum)
 {
     const __m512i absmask = _mm512_set1_epi32(0x7fffffff), zero = _mm512_setzero_si512();
-    __m512i e[8];
-    __m512i emin = _mm512_set1_epi32(127), emax = _mm512_set1_epi32(-127);
-    __mmask16 bad = 0;
+    __m512i mx[8], e[8], emin, emax;
     for (int b = 0; b < nblk; b++) {
         const float *xb = x + (size_t)b * 32 * CPU_LANES;
-        __m512i mx = zero;
-        for (int i = 0; i < 32; i++) mx = _mm512_max_epi32(mx, _mm512_and_si512(_mm512_loadu_si512(xb + i * CPU_LANES), absmask));
-        bad |= _mm512_cmpge_epi32_mask(mx, _mm512_set1_epi32(0x7f800000));
-        const __mmask16 live = _mm512_cmpneq_epi32_mask(mx, zero); /* all-zero blocks do not count */
-        e[b] = exponent512(mx, rule);
-        emin = _mm512_mask_min_epi32(emin, live, emin, e[b]);
-        emax = _mm512_mask_max_epi32(emax, live, emax, e[b]);
+        mx[b] = zero;
+        for (int i = 0; i < 32; i++) mx[b] = _mm512_max_epi32(mx[b], _mm512_and_si512(_mm512_loadu_si512(xb + i * CPU_LANES), absmask));
     }
-    const __mmask16 none = _mm512_cmpgt_epi32_mask(emin, emax); /* every block zero */
-    emin = _mm512_mask_mov_epi32(emin, none, zero);
-    emax = _mm512_mask_mov_epi32(emax, none, zero);
+    const __mmask16 bad = block_exponents(mx, nblk, rule, e, &emin, &emax);
     __mmask16 ok = (__mmask16)~bad & _mm512_cmple_epi32_mask(_mm512_sub_epi32(emax, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT)) &
                    _mm512_cmpge_epi32_mask(emin, _mm512_set1_epi32(-60)) & _mm512_cmple_epi32_mask(emin, _mm512_set1_epi32(60));
     _mm512_storeu_ps(smin, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(emin)));
@@ -196,7 +216,7 @@ static unsigned cpu_avx512_quantize_fused(const float *x, int nblk, cpu_rule rul
         const float *xb = x + (size_t)b * 32 * CPU_LANES;
         const __m512 to_w = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_set1_epi32(1), e[b]));
         /* shift 0 for all-zero blocks (their exponent was left out of emin) */
-        const __m512i sh = _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e[b], emin), _mm512_set1_epi32(CPU_FUSED_SHIFT)), zero);
+        const __m512i sh = code_shift(e[b], emin, CPU_FUSED_SHIFT);
         for (int t = 0; t < CPU_WORDS; t++) {
             __m512i word = zero;
             for (int k = 0; k < 4; k++) {
@@ -220,18 +240,8 @@ static unsigned cpu_avx512_quantize_fused(const float *x, int nblk, cpu_rule rul
  * within CPU_FUSED_SHIFT_P of its smallest (then stored in psc8), none NaN. */
 static int p_exponents(const cpu_softmax_args *a, const __m512i *mx, int blocks, __m512i *e, __m512i *emin_out)
 {
-    __m512i emin = _mm512_set1_epi32(127), emax = _mm512_set1_epi32(-127);
-    __mmask16 bad = 0;
-    for (int b = 0; b < blocks; b++) {
-        bad |= _mm512_cmpge_epi32_mask(mx[b], _mm512_set1_epi32(0x7f800000));
-        const __mmask16 nz = _mm512_cmpneq_epi32_mask(mx[b], _mm512_setzero_si512()); /* all-zero blocks do not count */
-        e[b] = exponent512(mx[b], a->rule);
-        emin = _mm512_mask_min_epi32(emin, nz, emin, e[b]);
-        emax = _mm512_mask_max_epi32(emax, nz, emax, e[b]);
-    }
-    const __mmask16 none = _mm512_cmpgt_epi32_mask(emin, emax);
-    emin = _mm512_mask_mov_epi32(emin, none, _mm512_setzero_si512());
-    emax = _mm512_mask_mov_epi32(emax, none, _mm512_setzero_si512());
+    __m512i emin, emax;
+    const __mmask16 bad = block_exponents(mx, blocks, a->rule, e, &emin, &emax);
     *emin_out = emin;
     const __mmask16 ok = (__mmask16)~bad &
                          _mm512_cmple_epi32_mask(_mm512_sub_epi32(emax, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT_P)) &
@@ -241,21 +251,12 @@ static int p_exponents(const cpu_softmax_args *a, const __m512i *mx, int blocks,
     return fused;
 }
 
-/* How far a block's P^ codes shift left in the fused form: e - emin, clamped
- * for all-zero blocks (whose exponent does not count); 0 otherwise. */
-static inline __m512i fused_shift(__m512i e, __m512i emin, int fused)
-{
-    return fused ? _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT_P)),
-                                    _mm512_setzero_si512())
-                 : _mm512_setzero_si512();
-}
-
 /* P^ of one 32-key block with shared exponent e from P~ stored in p. Adds the
  * decoded values to sum_h in key order; NaN propagates. */
 static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b, __m512i e, __m512 sum_h,
                                       __m512i emin, int fused)
 {
-    const __m512i sh = fused_shift(e, emin, fused);
+    const __m512i sh = code_shift(e, emin, fused ? CPU_FUSED_SHIFT_P : 0);
     const __m512 to_w = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_set1_epi32(1), e));
     const __m512 half = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(1))));
     _mm512_storeu_ps(a->psc + b * CPU_LANES, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(e)));
@@ -298,7 +299,7 @@ static const int32_t p_lut_code[32] __attribute__((aligned(64))) = {
 static inline __m512 quantize_p_block_scores(const cpu_softmax_args *a, const float *s, int b, __m512i e, __m512i emin,
                                              int fused, __m512 mnew, __m512 *chk)
 {
-    const __m512i sh = fused_shift(e, emin, fused);
+    const __m512i sh = code_shift(e, emin, fused ? CPU_FUSED_SHIFT_P : 0);
     const __m512 c7 = _mm512_set1_ps(7.0f * 1.44269504088896341f), top = _mm512_set1_ps(31.5f), zero = _mm512_setzero_ps();
     const __m512 at = _mm512_cvtepi32_ps(_mm512_mullo_epi32(_mm512_sub_epi32(_mm512_set1_epi32(2), e), _mm512_set1_epi32(7)));
     const __m512 b0 = _mm512_load_ps(p_lut_bound), b1 = _mm512_load_ps(p_lut_bound + 16);

@@ -44,6 +44,13 @@ cpu_rule cpu_rule_of(mxa_rule_kind kind, float q)
     return r;
 }
 
+/* How many of the n rows from j0 exist when there are len: in [0, n]. */
+static int rows_present(int64_t len, int64_t j0, int n)
+{
+    const int64_t have = len - j0;
+    return have < 0 ? 0 : have < n ? (int)have : n;
+}
+
 /* Keys [j0, j0 + 16) of a kv head. */
 static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t j0)
 {
@@ -53,8 +60,7 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
     float scale[8 * L];
     int32_t sum[8 * L];
     if (d < 32 || d > 256) return; /* checked by the runtime; tells the compiler x gets written */
-    const int64_t have = hd->len - j0;
-    p->kern->transpose(k + j0 * d, d, L, have < 0 ? 0 : have > L ? L : (int)have, (int)d, x, L);
+    p->kern->transpose(k + j0 * d, d, L, rows_present(hd->len, j0, L), (int)d, x, L);
     if (p->desc->hadamard && !p->k_rotated) p->kern->rotate(x, (int)d);
     if (!p->qk_int) {
         for (int l = 0; l < L; l++)
@@ -86,8 +92,7 @@ static void prep_k16(const cpu_prep *p, const float *k, cpu_head_kv *hd, int64_t
 /* x [n][16] = columns [c0, c0 + 16) of V's keys [j0, j0 + n), zero past len: one row copy each. */
 static void v_rows(const float *v, int64_t d, int64_t c0, int64_t j0, int n, int64_t len, float *x)
 {
-    const int64_t have = len - j0;
-    const int rows = have < 0 ? 0 : have < n ? (int)have : n;
+    const int rows = rows_present(len, j0, n);
     for (int i = 0; i < rows; i++) memcpy(x + i * L, v + (j0 + i) * d + c0, L * sizeof(float));
     memset(x + rows * L, 0, (size_t)(n - rows) * L * sizeof(float));
 }
@@ -231,8 +236,7 @@ void cpu_prep_q(const cpu_prep *p, int64_t b, int64_t h, int64_t i0, float *x, u
 {
     const int64_t d = p->d;
     const float *q = p->q + (b * p->h + h) * p->nq * d;
-    const int64_t have = p->nq - i0;
-    p->kern->transpose(q + i0 * d, d, L, have < 0 ? 0 : have > L ? L : (int)have, (int)d, x, L);
+    p->kern->transpose(q + i0 * d, d, L, rows_present(p->nq, i0, L), (int)d, x, L);
     if (p->desc->hadamard) p->kern->rotate(x, (int)d);
     if (p->qk_int) {
         const cpu_quant_out out = {qp, qsc, NULL, NULL, NULL, NULL};
