@@ -274,14 +274,16 @@ static mxa_status run_mma(run *r)
     cl_program prep = NULL, prog = NULL;
     cl_kernel kqk = NULL, kv = NULL, k = NULL;
     /* Switches for experiments: MXA_OPENCL_EXACT_EXP (exp() instead of ex2),
+     * MXA_OPENCL_NATIVE_EXP2 (native_exp2, which keeps subnormals, instead of ex2.ftz),
      * MXA_OPENCL_NO_ASYNC (plain loads instead of cp.async, one stage),
      * MXA_OPENCL_PER_BLOCK_QK (scores always by per-block scales). */
     const int stages = mxa_cl_mma_stages(d, r->s.d, call->bc);
     const int no_async = mxa_env_flag("MXA_OPENCL_NO_ASYNC");
     char options[256];
     const int exact_exp = mxa_env_flag("MXA_OPENCL_EXACT_EXP");
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d -DMXA_STAGES=%d -DMXA_PNQ=%d%s%s%s%s",
+    snprintf(options, sizeof options, "-cl-std=CL1.2 -DMXA_D=%d -DMXA_BC=%d -DMXA_STAGES=%d -DMXA_PNQ=%d%s%s%s%s%s",
              r->s.d, call->bc, no_async ? 1 : stages, desc->placement == MXA_PLACEMENT_PNQ,
+             mxa_env_flag("MXA_OPENCL_NATIVE_EXP2") ? " -DMXA_NATIVE_EXP2" : "",
              exact_exp ? " -DMXA_EXACT_EXP" : "", no_async ? " -DMXA_NO_CP_ASYNC" : "",
              mxa_env_flag("MXA_OPENCL_PER_BLOCK_QK") ? " -DMXA_QK_CHAIN=0" : "", r->extra_options);
     const size_t sf = sizeof(float);
