@@ -13,7 +13,7 @@ def drop(name):
     m = re.search(r'^[a-z][^\n]*\b' + name + r'\(.*?\n\}\n', src, re.S | re.M)
     if m: src = src[:m.start()] + src[m.end():]
     return bool(m)
-for n in ['mma16832', 'mma16832_acc', 'shfl_xor', 'quad_max', 'quad_sum', 'warp_all', 'prmt']:
+for n in ['mma16832', 'mma16832_acc', 'shfl_xor', 'quad_max', 'quad_sum', 'warp_all', 'prmt', 'ex2_ftz']:
     drop(n)
 emu = r'''
 void mma_emu(int d[4], const uint a[4], uint2 b, __local uint *emu)
@@ -70,6 +70,8 @@ int warp_all_e(int v, __local uint *emu)
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
 }
+/* PTX ex2.approx.ftz.f32: results below 2^-126 flushed */
+float ex2_ftz(float x) { const float r = native_exp2(x); return r < 0x1p-126f ? 0.0f : r; }
 /* PTX prmt without sign replication: byte i of the result is byte (sel >> 4i) & 7 of {b, a} */
 uint prmt(uint a, uint b, uint sel)
 {
@@ -85,7 +87,7 @@ uint prmt(uint a, uint b, uint sel)
 #define quad_sum(v) quad_sum_e(v, emu)
 #define warp_all(v) warp_all_e(v, emu)
 '''
-i = src.index('/* 2^(e-1) for a block exponent')
+i = src.index('/* one-scale score path')
 src = src[:i] + emu + src[i:]
 src = src.replace('__local uint *stages = (__local uint *)stage4;',
                   '__local uint *stages = (__local uint *)stage4;\n    __local uint emu[WG * 8 + 1];', 1)
