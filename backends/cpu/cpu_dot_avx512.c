@@ -304,23 +304,30 @@ static inline __m512 quantize_p_block_scores(const cpu_softmax_args *a, const fl
     const __m512 at = _mm512_cvtepi32_ps(_mm512_mullo_epi32(_mm512_sub_epi32(_mm512_set1_epi32(2), e), _mm512_set1_epi32(7)));
     const __m512 b0 = _mm512_load_ps(p_lut_bound), b1 = _mm512_load_ps(p_lut_bound + 16);
     const __m512i c0 = _mm512_load_si512(p_lut_code), c1 = _mm512_load_si512(p_lut_code + 16), one = _mm512_set1_epi32(1);
+    /* the code tables moved to byte k of a word, so that four codes OR into their word */
+    __m512i ck0[4], ck1[4];
+    for (int k = 0; k < 4; k++) {
+        ck0[k] = _mm512_slli_epi32(c0, 8 * k);
+        ck1[k] = _mm512_slli_epi32(c1, 8 * k);
+    }
     _mm512_storeu_ps(a->psc + b * CPU_LANES, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(e)));
     uint32_t *pp = a->pp + (size_t)b * CPU_WORDS * CPU_LANES;
     __m512i codes = _mm512_setzero_si512();
     __m512 nan = *chk;
     for (int t = 0; t < CPU_WORDS; t++) {
-        __m512i word = _mm512_setzero_si512();
+        __m512i d[4];
         for (int k = 0; k < 4; k++) {
             const __m512 j = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_loadu_ps(s + (4 * t + k) * CPU_LANES), mnew), c7, at);
             nan = _mm512_add_ps(nan, j); /* j <= 7 * 129: only NaN makes the sum NaN */
             const __m512 jc = _mm512_min_ps(_mm512_max_ps(j, zero), top); /* -Inf and below: cell 0 at 0, code 0 */
             const __m512i cell = _mm512_cvttps_epi32(jc);
             const __mmask16 past = _mm512_cmp_ps_mask(jc, _mm512_permutex2var_ps(b0, cell, b1), _CMP_GT_OQ);
-            const __m512i d = _mm512_permutex2var_epi32(c0, _mm512_mask_add_epi32(cell, past, cell, one), c1);
-            codes = _mm512_add_epi32(codes, d);
-            word = _mm512_or_si512(word, _mm512_sllv_epi32(d, _mm512_add_epi32(sh, _mm512_set1_epi32(8 * k))));
+            d[k] = _mm512_permutex2var_epi32(ck0[k], _mm512_mask_add_epi32(cell, past, cell, one), ck1[k]);
         }
-        _mm512_storeu_si512(pp + t * CPU_LANES, word);
+        /* codes <= 12 shifted by <= 4 stay within their byte: the word shifts as a whole */
+        const __m512i word = _mm512_ternarylogic_epi32(_mm512_ternarylogic_epi32(d[0], d[1], d[2], 0xfe), d[3], d[3], 0xfc);
+        codes = _mm512_dpbusd_epi32(codes, word, _mm512_set1_epi32(0x01010101)); /* the four codes' sum */
+        _mm512_storeu_si512(pp + t * CPU_LANES, _mm512_sllv_epi32(word, sh));
     }
     *chk = nan;
     /* the block's doubled codes sum exactly (<= 384); P^ = code 2^(e - 1) */

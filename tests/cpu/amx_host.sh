@@ -45,4 +45,5 @@ fi
 if [ $tests = 1 ]; then
   echo "== one worker's stages"
   for isa in amx avx512; do "$B/tests/cpu/cpu_stages" $isa; done
+  "$B/tests/cpu/cpu_stages" amx 4096 256 # AMX's default tile
 fi

@@ -1,11 +1,12 @@
 /*
- * cpu_stages [amx|avx512] [keys]: where one CPU worker's time goes in the fused
+ * cpu_stages [amx|avx512] [keys] [bc]: where one CPU worker's time goes in the fused
  * mxattention pass (a tool, not a test). One thread runs the kernels of one work item
- * (16 query rows, D 128, Bc 128) over `keys` keys (default 4096), as cpu_attention.c
- * calls them, on seeded MXFP4 codes, three ways: QK^T alone, QK^T + softmax, and the
- * whole item (+ P V); the differences are each stage's share. Prints the time per
- * 16 x 1 (rows x key) step and what the item reaches in TFLOP/s (4 D flops per row and
- * key). Exit 1 if the path is not supported here.
+ * (16 query rows, D 128, key tiles of bc, default 128, at most 256) over `keys` keys
+ * (default 4096), as cpu_attention.c calls them, on seeded MXFP4 codes, three ways:
+ * QK^T alone, QK^T + softmax, and the whole item (+ P V); the differences are each
+ * stage's share. Prints the time per 16 x 1 (rows x key) step and what the item
+ * reaches in TFLOP/s (4 D flops per row and key). Exit 1 if the path is not supported
+ * here.
  */
 #include <math.h>
 #include <stdint.h>
@@ -18,7 +19,7 @@
 #include "backends/cpu/cpu_quant.h"
 
 #define D 128
-#define BC 128
+static int bc = 128; /* the key tile, argv[3] */
 #define L CPU_LANES
 
 static double now(void)
@@ -43,9 +44,9 @@ typedef struct item { /* 64-byte aligned parts, as the worker's scratch */
     int8_t *k, *vt;
     int32_t *kcorr;
     float *ksc, *vsc;
-    _Alignas(64) float s[BC * L];
-    _Alignas(64) float psc[BC / 32 * L], psc8[L], alpha[L], m[L], l[L], acc[D * L];
-    _Alignas(64) uint32_t pp[BC / 32 * CPU_WORDS * L];
+    _Alignas(64) float s[CPU_FUSED_MAX_BC * L];
+    _Alignas(64) float psc[CPU_FUSED_MAX_BC / 32 * L], psc8[L], alpha[L], m[L], l[L], acc[D * L];
+    _Alignas(64) uint32_t pp[CPU_FUSED_MAX_BC / 32 * CPU_WORDS * L];
     int keys;
 } item;
 
@@ -56,25 +57,25 @@ static double run(const cpu_kernels *kern, item *it, int stages, int reps)
     mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION);
     const cpu_rule rule = cpu_rule_of(desc.rule.kind, desc.rule.q);
     int32_t lim[L];
-    for (int r = 0; r < L; r++) lim[r] = BC - 1;
+    for (int r = 0; r < L; r++) lim[r] = bc - 1;
     const double t0 = now();
     for (int rep = 0; rep < reps; rep++) {
         for (int r = 0; r < L; r++) {
             it->m[r] = -INFINITY;
             it->l[r] = 0.0f;
         }
-        for (int j0 = 0; j0 < it->keys; j0 += BC) {
+        for (int j0 = 0; j0 < it->keys; j0 += bc) {
             const cpu_qk_fused_args qa = {it->qp, it->qsc, it->k + (size_t)j0 * D, it->kcorr + j0, it->ksc + j0,
-                                          BC, D, 0.08838834764f, it->s};
+                                          bc, D, 0.08838834764f, it->s};
             kern->qk_fused(&qa);
             if (stages < 2) continue;
             int fused = 0;
-            const cpu_softmax_args sa = {it->s, BC, lim, it->m, it->l, it->alpha, 1, 1, 0, rule, it->pp, it->psc,
+            const cpu_softmax_args sa = {it->s, bc, lim, it->m, it->l, it->alpha, 1, 1, 0, rule, it->pp, it->psc,
                                          1, it->psc8, &fused};
             kern->softmax(&sa);
             if (stages < 3 || !fused) continue;
-            const cpu_pv_fused_args pa = {it->pp, it->psc8, it->vt + (size_t)j0 * D, BC, it->vsc + j0 / BC,
-                                          it->keys / BC, BC / 32 * CPU_WORDS, D, it->alpha, it->acc};
+            const cpu_pv_fused_args pa = {it->pp, it->psc8, it->vt + (size_t)j0 * D, bc, it->vsc + j0 / bc,
+                                          it->keys / bc, bc / 32 * CPU_WORDS, D, it->alpha, it->acc};
             kern->pv_fused(&pa);
         }
         if (kern->end_item) kern->end_item();
@@ -93,14 +94,15 @@ int main(int argc, char **argv)
     const cpu_kernels *kern = cpu_isa_kernels(isa);
     item *it = aligned_alloc(64, sizeof(item));
     const int keys = argc > 2 ? atoi(argv[2]) : 4096;
-    if (!it || keys < BC || keys % BC) return 1;
+    bc = argc > 3 ? atoi(argv[3]) : 128;
+    if (!it || bc < 32 || bc > CPU_FUSED_MAX_BC || bc % 32 || keys < bc || keys % bc) return 1;
     memset(it, 0, sizeof *it);
     it->keys = keys;
     it->k = aligned_alloc(64, (size_t)keys * D); /* 64-byte rows: a misaligned tile load costs twice */
     it->vt = aligned_alloc(64, (size_t)keys * D);
     it->kcorr = malloc(sizeof(int32_t) * (size_t)keys);
     it->ksc = malloc(sizeof(float) * (size_t)keys);
-    it->vsc = malloc(sizeof(float) * (size_t)(D * (keys / BC)));
+    it->vsc = malloc(sizeof(float) * (size_t)(D * (keys / bc)));
     if (!it->k || !it->vt || !it->kcorr || !it->ksc || !it->vsc) return 1;
     for (int w = 0; w < D / 4 * L; w++) { /* Q^ + the path's offset, four bytes per word */
         uint32_t x = 0;
@@ -115,7 +117,7 @@ int main(int argc, char **argv)
         it->ksc[j] = 0.015625f;
     }
     for (size_t i = 0; i < (size_t)keys * D; i++) it->vt[i] = (int8_t)code();
-    for (int i = 0; i < D * (keys / BC); i++) it->vsc[i] = 0.25f;
+    for (int i = 0; i < D * (keys / bc); i++) it->vsc[i] = 0.25f;
 
     run(kern, it, 3, 2); /* warm-up */
     double t1 = 1e30, t2 = 1e30, t3 = 1e30; /* the best of 8 interleaved rounds: other load only adds time */
@@ -127,7 +129,7 @@ int main(int argc, char **argv)
     }
     const double steps = (double)keys; /* 16 rows x 1 key each */
     const double flops = 4.0 * D * L * (double)keys;
-    printf("%s (%s), one worker, 16 rows x %d keys, D %d, Bc %d, mxattention (fused P V)\n", want, kern->name, keys, D, BC);
+    printf("%s (%s), one worker, 16 rows x %d keys, D %d, Bc %d, mxattention (fused P V)\n", want, kern->name, keys, D, bc);
     printf("  QK^T       %7.2f ns per 16x1 step  %5.1f%%\n", 1e9 * t1 / steps, 100.0 * t1 / t3);
     printf("  softmax    %7.2f ns per 16x1 step  %5.1f%%\n", 1e9 * (t2 - t1) / steps, 100.0 * (t2 - t1) / t3);
     printf("  P V        %7.2f ns per 16x1 step  %5.1f%%\n", 1e9 * (t3 - t2) / steps, 100.0 * (t3 - t2) / t3);
