@@ -19,11 +19,10 @@
 #include "cpu_quant.h"
 
 /* Key-tile size: 128 halves the accumulator rescales of 64 and its tiles
- * (scores 8 KiB, P^ 1 KiB per 16 rows) still sit in L1. AMX takes 256 (the
- * largest fused tile, CPU_FUSED_MAX_BC): its per-tile work outside the tile
+ * (scores 8 KiB, P^ 1 KiB per 16 rows) still sit in L1. AMX takes the largest
+ * fused tile, CPU_FUSED_MAX_BC (256): its per-tile work outside the tile
  * products (B tile loads, O~ updates per column) then halves per key. */
 #define CPU_DEFAULT_BC 128
-#define CPU_AMX_BC 256
 
 /* One open CPU device: its kernels and its own worker pool. */
 typedef struct cpu_device {
@@ -78,7 +77,7 @@ static mxa_status cpu_probe(mxa_probed_device *devices, int max_devices, int *co
              cpu_threads_wanted());
     snprintf(info->variant, sizeof info->variant, "%s", cpu_variant_name(isa));
     snprintf(info->variant_reason, sizeof info->variant_reason, "%s; fused flash kernel, exact int8 FP4 products", why);
-    info->default_bc = isa == CPU_ISA_AMX ? CPU_AMX_BC : CPU_DEFAULT_BC;
+    info->default_bc = isa == CPU_ISA_AMX ? CPU_FUSED_MAX_BC : CPU_DEFAULT_BC;
     info->score = 0;
     *count = 1;
     return MXA_OK;
