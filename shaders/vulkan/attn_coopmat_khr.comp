@@ -36,10 +36,12 @@
 // is unflagged), P codes shifted to the row's tile unit 2^(r - 1) (r = the larger block
 // exponent - 3, codes <= 96) make the tile one int32 chain of two products per 16 columns,
 // added to O in fp32 times 2^(r - 1); otherwise each block's product is added with its own
-// scales. Every product is exact in int32 (|sum| < 2^24), so only fp32 summation order
-// differs from the reference. The codes reach the A matrices through a 16 x 64-byte tile per
-// subgroup in shared memory (lane pairs join their key pairs into words with one shuffle),
-// so no int8 fragment layout is assumed.
+// scales. Every product is exact in int32 (|sum| <= 64 * 96 * 96 < 2^22), so only fp32
+// summation order differs from the reference. No int <-> float conversion (quarter rate on
+// NVIDIA) runs per element: the sums start from the bits of 1.5 * 2^23, and each code is
+// the low byte of fma(P^ scaled, 2^(1 - unit), 1.5 * 2^23). The codes reach the A matrices
+// through a 16 x 64-byte tile per subgroup in shared memory (lane pairs join their key pairs
+// into words with one shuffle), so no int8 fragment layout is assumed.
 //
 // Extras (extras.glsl): a batch's key length L_b replaces nk in every row's last key and in
 // the tiles walked; keys at or after L_b never make a tile wide, so the result equals a call
@@ -199,6 +201,10 @@ bool tile_unit(int e0, int e1, out int r)
     return hi == NO_BLOCK || (hi - lo <= 3 && hi >= -60);
 }
 int block_exp(int e) { return e == NO_BLOCK ? 0 : e; } // an all-zero block: any exponent
+// A P V sum started from the bits of 1.5 * 2^23, as the float of the sum: |sum| <= 64 * 96 * 96
+// < 2^22 stays inside the mantissa, so the subtraction is exact and one full-rate FADD
+// replaces a quarter-rate I2F
+float int_sum(int bits) { precise float f = intBitsToFloat(bits) - 12582912.0; return f; }
 #endif
 
 float quad_max(float x) { x = max(x, subgroupShuffleXor(x, 1u)); return max(x, subgroupShuffleXor(x, 2u)); }
@@ -504,7 +510,9 @@ void main()
                     const int c = s_code(i);
                     const bool lo = code_low(c);
                     precise float up = s[kt][i] * 18446744073709551616.0; // 2^64 first: never folded into g
-                    const uint code = uint(int(up * (lo ? g_lo : g_hi))) & 0xffu;
+                    // up * g is the code, an integer <= 96: exact, it lands in the low byte of
+                    // 1.5 * 2^23 + code (an fma, not a quarter-rate F2I)
+                    const uint code = floatBitsToUint(fma(up, lo ? g_lo : g_hi, 12582912.0)) & 0xffu;
                     pair[(lo ? 2 : 0) + (c >> 2)] |= code << (8 * (c & 1));
                 }
                 // even t sends its second pairs, odd t its first: each then holds 4 consecutive keys
@@ -526,14 +534,13 @@ void main()
         [[dont_flatten]] if (chain) {
             const float u_hi = pow2_any(r_hi - 1), u_lo = pow2_any(r_lo - 1);
             [[unroll]] for (int dt = 0; dt < DT; dt++) {
-                IACC acc = IACC(0);
+                IACC acc = IACC(0x4B400000); // the bits of 1.5 * 2^23: see int_sum
                 [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
                     VMAT8 vb;
                     coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
                     acc = coopMatMulAdd(pa[blk], vb, acc);
                 }
-                OACC f = OACC(acc);
-                [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] = fma(f[i], code_low(o_code(i)) ? u_lo : u_hi, oacc[dt][i]);
+                [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] = fma(int_sum(acc[i]), code_low(o_code(i)) ? u_lo : u_hi, oacc[dt][i]);
             }
         } else { // each block with its own exponent (and the V factors of a flagged tile); rare: kept rolled up
             [[dont_unroll]] for (int blk = 0; blk < BC / 32; blk++) {
@@ -541,11 +548,11 @@ void main()
                 [[unroll]] for (int dt = 0; dt < DT; dt++) {
                     VMAT8 vb;
                     coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                    OACC f = OACC(coopMatMulAdd(pa[blk], vb, IACC(0)));
+                    IACC f = coopMatMulAdd(pa[blk], vb, IACC(0x4B400000));
                     [[unroll]] for (int i = 0; i < NE_O; i++) {
                         float u = code_low(o_code(i)) ? u_lo : u_hi;
                         if (v_wide) u *= vscale[(v_row0 + uint(dt * PN + code_col(o_code(i))) + 2u * t4) * (pc.nk_pad / 32u) + j0 / 32u + uint(blk)];
-                        oacc[dt][i] = fma(f[i], u, oacc[dt][i]);
+                        oacc[dt][i] = fma(int_sum(f[i]), u, oacc[dt][i]);
                     }
                 }
             }

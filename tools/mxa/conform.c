@@ -40,6 +40,7 @@ const conform_switch conform_switches[] = {
     {"vulkan", {"MXA_KERNEL", "coopmat-khr-f16"}, CONFORM_SW_MATCH},
     {"vulkan", {"MXA_KERNEL", "coopmat-khr-i8-smem"}, CONFORM_SW_MATCH},
     {"vulkan", {"MXA_KERNEL", "coopmat-khr-f16-smem"}, CONFORM_SW_MATCH},
+    {"vulkan", {"MXA_KERNEL", "coopmat-khr-i8pv"}, CONFORM_SW_MATCH},
     {"vulkan", {"MXA_KERNEL", "intdot"}, CONFORM_SW_MATCH},
     {"vulkan", {"MXA_KERNEL", "scalar"}, CONFORM_SW_MATCH},
     {"vulkan", {"MXA_DISABLE_COOPMAT", "1"}, CONFORM_SW_NEW_PATH},
