@@ -183,14 +183,18 @@ static void attention_task(void *ctx, int64_t item, int worker)
     if (kern->end_item) kern->end_item();
     /* O = O~ / l: each column of 16 rows divided (vectorizes), then transposed into the output rows */
     const int rows = i0 + L < nq ? L : (int)(nq - i0);
+    int empty[L]; /* rows that saw no key */
     float den[L];
-    for (int r = 0; r < L; r++) den[r] = l[r] == 0.0f && m[r] == -INFINITY ? 1.0f : l[r];
+    for (int r = 0; r < L; r++) {
+        empty[r] = l[r] == 0.0f && m[r] == -INFINITY;
+        den[r] = empty[r] ? 1.0f : l[r];
+    }
     for (int64_t c = 0; c < d; c++)
         for (int r = 0; r < L; r++) sc.acc[c * L + r] /= den[r];
     kern->transpose(sc.acc, L, (int)d, (int)d, rows, jb->o + ((b * p->h + h) * nq + i0) * d, d);
     for (int r = 0; r < rows; r++) {
         const int64_t row = (b * p->h + h) * nq + i0 + r;
-        if (l[r] == 0.0f && m[r] == -INFINITY) { /* no visible key */
+        if (empty[r]) {
             memset(jb->o + row * d, 0, (size_t)d * sizeof(float));
             if (jb->lse) jb->lse[row] = -INFINITY;
         } else if (jb->lse) {
