@@ -213,21 +213,14 @@ float quad_sum(float x) { x += subgroupShuffleXor(x, 1u); return x + subgroupShu
 // 2^e as a float for any e <= 127 (subnormal below -126, 0 below -149), from bits: no arithmetic
 float pow2_any(int e) { return uintBitsToFloat(mx_pow2_bits(e)); }
 
-// MXFP4(p) * 2^12 (mxfp4.glsl's P^ rounding, then the scale that keeps P^ exact in fp16)
-float quantize_p(float p, uint exb, float sat) { return mx_quantize_p(p, exb, sat) * P_SCALE; }
+// MXFP4(p) * P_SCALE (mxfp4.glsl's P^ rounding; 2^12 keeps P^ exact in fp16)
+float quantize_p(float p, uint exb, float sat) { return P_SCALE == 1.0 ? mx_quantize_p(p, exb, sat) : mx_quantize_p_scaled(p, exb, sat, 22u, 12u); }
 
 // E4M3(p / 2^e) 2^e * 2^12 for p in [0, 1], with exb = the bits of 2^(e - 6) (E4M3's smallest
 // normal binade: below it the step stays 2^(e - 9)) and sat = 448 * 2^e: mx_quantize_p's
 // rounding with three mantissa bits (c * 2^20 has the E4M3 step as its unit in the last
 // place). E4M3 values are exact in fp16 (times 2^12 down to blocks of about 2^-20).
-float quantize_p8(float p, uint exb, float sat)
-{
-    const float pm = min(p, sat);
-    const float c = uintBitsToFloat(max(floatBitsToUint(pm), exb) & 0x7f800000u);
-    precise float x = fma(c, 1048576.0, pm);
-    precise float r = fma(c, -1048576.0, x);
-    return r * P_SCALE;
-}
+float quantize_p8(float p, uint exb, float sat) { return mx_quantize_p_scaled(p, exb, sat, 20u, P_SCALE == 1.0 ? 0u : 12u); }
 
 // This invocation's share of the key tile starting at j0: PER_THREAD_K uvec4 of K rows,
 // PER_THREAD of V^T rows, and PER_THREAD_S of the tile's BC * NB K scales. k_at, v_at: its
@@ -297,6 +290,7 @@ void main()
     const int ntiles = wg_last < 0 ? 0 : wg_last / BC + 1;
     const uint k_row0 = kvh * pc.nk_pad, v_row0 = kvh * uint(D);
     float m_hi = NEG_INF, m_lo = NEG_INF, l_hi = 0.0, l_lo = 0.0;
+    const uint p_carry = mx_p_carry(P_FP8 ? 2u : KIND, pc.t);
 #ifdef PV_INT8
     const uint v_flags = gl_NumWorkGroups.z * pc.hkv * uint(D) + kvh * (pc.nk_pad / uint(BC)); // this head's tile flags
 #endif
@@ -454,8 +448,8 @@ void main()
                 // 1 ulp above a block exponent boundary could saturate. Saves a max per
                 // element over P~'s bits.
                 const float pm_hi = exp2(bm_hi[blk] - mz_hi), pm_lo = exp2(bm_lo[blk] - mz_lo);
-                uint exb_hi = uint(mx_exponent(floatBitsToUint(pm_hi), P_FP8 ? 2u : KIND, pc.t) + 127) << 23;
-                uint exb_lo = uint(mx_exponent(floatBitsToUint(pm_lo), P_FP8 ? 2u : KIND, pc.t) + 127) << 23;
+                uint exb_hi = mx_p_exponent_bits(floatBitsToUint(pm_hi), p_carry, P_FP8 ? 2u : KIND);
+                uint exb_lo = mx_p_exponent_bits(floatBitsToUint(pm_lo), p_carry, P_FP8 ? 2u : KIND);
                 // E2M1: saturation at 6 * 2^e; E4M3: at 448 * 2^e, rounding from the binade e - 6 up
                 const float sat_hi = uintBitsToFloat(exb_hi + (P_FP8 ? 0x04600000u : 0x01400000u));
                 const float sat_lo = uintBitsToFloat(exb_lo + (P_FP8 ? 0x04600000u : 0x01400000u));

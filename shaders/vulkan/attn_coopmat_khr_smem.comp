@@ -171,8 +171,8 @@ shared float sM[WARPS * SM];          // running maximum, log2 units
 shared float sL[WARPS * SM];          // running row sum, units of 2^-12
 shared float sAl[WARPS * SM];         // this tile's alpha; at the end 1 / l
 
-// MXFP4(p) * 2^12 (mxfp4.glsl's P^ rounding, then the scale that keeps P^ exact in fp16)
-float quantize_p(float p, uint exb, float sat) { return mx_quantize_p(p, exb, sat) * P_SCALE; }
+// MXFP4(p) * P_SCALE (mxfp4.glsl's P^ rounding; 2^12 keeps P^ exact in fp16)
+float quantize_p(float p, uint exb, float sat) { return P_SCALE == 1.0 ? mx_quantize_p(p, exb, sat) : mx_quantize_p_scaled(p, exb, sat, 22u, 12u); }
 
 // the S factor of query row qrow (narrow int8 / fp16): |qscale| * scale * log2(e) (int8: / 4)
 float q_factor(uint qrow)
@@ -430,7 +430,7 @@ void main()
                     if (!HAT_SUM) rs += p[e];
                 }
                 if (QUANT_P) {
-                    const uint exb = uint(mx_exponent(maxbits, KIND, pc.t) + 127) << 23;
+                    const uint exb = mx_p_exponent_bits(maxbits, mx_p_carry(KIND, pc.t), KIND);
                     const float sat = uintBitsToFloat(exb + 0x01400000u); // 6 * 2^ex
                     [[unroll]] for (int e = 0; e < 32; e++) {
                         p[e] = quantize_p(p[e], exb, sat);

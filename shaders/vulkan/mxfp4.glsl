@@ -17,6 +17,21 @@ int mx_exponent(uint maxbits, uint kind, uint t)
     return maxbits == 0u ? 0 : (biased == 0u ? -127 : e); // -127: a subnormal maximum
 }
 
+// The attention kernels' form of mx_exponent for a P block, whose largest P~ (bits, `pbits`)
+// lies in [0, 1]: (e + 127) << 23 in five integer operations instead of a dozen. The ceiling
+// rule's bump (fraction > t - 2^23) is the carry of fraction + (2^24 - 1 - t) into the
+// exponent field, and q = 8's "a power of two takes one less" the borrow of that constant
+// being -1 (mx_p_carry); the clamp at -127 (a subnormal maximum included) is a max. An
+// all-zero block gets e = -127, where mx_exponent says 0: its P^ is 0 either way. Checked
+// against mx_exponent for every pbits in (0, 1], all three kinds, q = 6, 6.5, 7, 7.25, 7.5, 8
+// (a C transcription): identical.
+uint mx_p_carry(uint kind, uint t) { return kind == 1u ? (1u << 24) - 1u - t : 0u; }
+uint mx_p_exponent_bits(uint pbits, uint carry, uint kind)
+{
+    const uint f = (max(pbits, 0x800000u) + carry) & 0x7f800000u;
+    return uint(max(int(f) - (kind == 2u ? 0x4000000 : 0x1000000), 0));
+}
+
 // |x| * 2^-e rounded to E2M1 (RNE, saturating at 6), for |x| given as bits with the sign
 // cleared: the magnitude, one of 0, 0.5, 1, 1.5, 2, 3, 4, 6.
 // w = |x| * 2^-e is formed exactly by moving the exponent field (a subnormal x through its
@@ -65,6 +80,23 @@ float mx_quantize_p(float p, uint exb, float sat)
     const float c = uintBitsToFloat(max(floatBitsToUint(pm), exb) & 0x7f800000u);
     precise float x = fma(c, 4194304.0, pm);
     precise float r = fma(c, -4194304.0, x);
+    return r;
+}
+
+// mx_quantize_p(p, exb, sat) * 2^k (k = 12 keeps small P^ exact in fp16; at k = 0 mx_quantize_p
+// is one operation cheaper) with the scale
+// folded into the rounding: p 2^k + c 2^(22 + k) rounds at the step times 2^k (the product is
+// exact inside the fma), so the multiply after it goes. `bits` is the rounding's mantissa width:
+// 22 for E2M1, 20 for E4M3 (exb then the bits of 2^(e - 6), as quantize_p8 says). For every
+// normal p the result is the other form's bit for bit; a subnormal p (exb 0: its block's
+// maximum is subnormal) may round to 2^-93 multiples instead of staying p 2^k, far below
+// fp16, where both become 0.
+float mx_quantize_p_scaled(float p, uint exb, float sat, uint bits, uint k)
+{
+    const float pm = min(p, sat);
+    const float ck = uintBitsToFloat((max(floatBitsToUint(pm), exb) & 0x7f800000u) + ((bits + k) << 23));
+    precise float x = fma(pm, uintBitsToFloat((127u + k) << 23), ck);
+    precise float r = x - ck;
     return r;
 }
 
