@@ -83,14 +83,13 @@ float mx_quantize_p(float p, uint exb, float sat)
     return r;
 }
 
-// mx_quantize_p(p, exb, sat) * 2^k (k = 12 keeps small P^ exact in fp16; at k = 0 mx_quantize_p
-// is one operation cheaper) with the scale
-// folded into the rounding: p 2^k + c 2^(22 + k) rounds at the step times 2^k (the product is
-// exact inside the fma), so the multiply after it goes. `bits` is the rounding's mantissa width:
-// 22 for E2M1, 20 for E4M3 (exb then the bits of 2^(e - 6), as quantize_p8 says). For every
-// normal p the result is the other form's bit for bit; a subnormal p (exb 0: its block's
-// maximum is subnormal) may round to 2^-93 multiples instead of staying p 2^k, far below
-// fp16, where both become 0.
+// mx_quantize_p(p, exb, sat) * 2^k with the scale folded into the rounding (k = 12 keeps small
+// P^ exact in fp16; at k = 0 mx_quantize_p is one operation cheaper): p 2^k + c 2^(22 + k)
+// rounds at the step times 2^k (the product is exact inside the fma), so no multiply follows.
+// `bits` is the rounding's mantissa width: 22 for E2M1, 20 for E4M3 (exb then the bits of
+// 2^(e - 6), as quantize_p8 says). For every normal p the result is the other form's bit for
+// bit; a subnormal p (exb 0: its block's maximum is subnormal too) rounds at about 2^-116
+// instead of staying p 2^k, far below fp16, where both become 0.
 float mx_quantize_p_scaled(float p, uint exb, float sat, uint bits, uint k)
 {
     const float pm = min(p, sat);
