@@ -255,29 +255,44 @@ typedef struct rows_job {
     uint8_t *codes, *scales;
 } rows_job;
 
-/* Rows [16 item, 16 item + 16), 8 blocks at a time. */
+/* Four bytes as the 32-bit word that holds them in this order in memory. */
+static inline uint32_t bytes_word(uint32_t b0, uint32_t b1, uint32_t b2, uint32_t b3)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return b0 << 24 | b1 << 16 | b2 << 8 | b3;
+#else
+    return b0 | b1 << 8 | b2 << 16 | b3 << 24;
+#endif
+}
+
+/* Rows [16 item, 16 item + 16), 8 blocks at a time. The rows come in and the codes go out
+ * through the ISA's 16 x 16 transpose (the codes as words of four bytes, packed across the
+ * lanes first), not element by element. */
 static void rows_task(void *ctx, int64_t item, int worker)
 {
     (void)worker;
     const rows_job *j = ctx;
     float x[8 * 32 * L];
     uint8_t nib[8 * 32 * L], sb[8 * L];
+    uint32_t words[8 * 4 * L];
     const int64_t r0 = item * L;
+    const int valid = rows_present(j->rows, r0, L);
     for (int64_t b0 = 0; b0 < j->nblk; b0 += 8) {
         const int nb = (int)(j->nblk - b0 < 8 ? j->nblk - b0 : 8);
-        for (int i = 0; i < nb * 32; i++) {
-            const int64_t c = b0 * 32 + i;
-            for (int l = 0; l < L; l++)
-                x[i * L + l] = (r0 + l < j->rows && c < j->d) ? j->x[(r0 + l) * j->d + c] : 0.0f;
-        }
+        const int64_t cols = j->d - b0 * 32 < nb * 32 ? j->d - b0 * 32 : nb * 32; /* the row's tail block is short */
+        j->kern->transpose(j->x + r0 * j->d + b0 * 32, j->d, L, valid, (int)cols, x, L);
+        memset(x + cols * L, 0, (size_t)(nb * 32 - cols) * L * sizeof *x);
         const cpu_quant_out out = {NULL, NULL, NULL, nib, sb, NULL};
         j->kern->quantize(x, nb, j->rule, 0, &out);
-        for (int l = 0; l < L && r0 + l < j->rows; l++) {
-            uint8_t *codes = j->codes + (r0 + l) * j->nblk * 16 + b0 * 16;
-            for (int i = 0; i < nb * 16; i++)
-                codes[i] = (uint8_t)(nib[(2 * i) * L + l] | nib[(2 * i + 1) * L + l] << 4);
-            for (int b = 0; b < nb; b++) j->scales[(r0 + l) * j->nblk + b0 + b] = sb[b * L + l];
+        for (int w = 0; w < nb * 4; w++) { /* code bytes 4w .. 4w + 3 of every lane: elements 8w .. 8w + 7 */
+            const uint8_t *e = nib + 8 * w * L;
+            for (int l = 0; l < L; l++)
+                words[w * L + l] = bytes_word((uint32_t)(e[l] | e[L + l] << 4), (uint32_t)(e[2 * L + l] | e[3 * L + l] << 4),
+                                              (uint32_t)(e[4 * L + l] | e[5 * L + l] << 4), (uint32_t)(e[6 * L + l] | e[7 * L + l] << 4));
         }
+        j->kern->transpose(words, L, nb * 4, nb * 4, valid, j->codes + r0 * j->nblk * 16 + b0 * 16, j->nblk * 4);
+        for (int l = 0; l < valid; l++)
+            for (int b = 0; b < nb; b++) j->scales[(r0 + l) * j->nblk + b0 + b] = sb[b * L + l];
     }
 }
 
