@@ -222,11 +222,9 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     if ((st = vk_batch_fill(batch, &w[W_VMAX], L->size[W_VMAX]))) return st;
     const vk_buffer *bq[3] = {cb->in[IN_Q], &w[W_QP], &w[W_QS]}, *bk[3] = {cb->in[IN_K], &w[W_KP], &w[W_KS]};
     const vk_buffer *bv[5] = {cb->in[IN_V], &w[W_VP], &w[W_VS], &w[W_VMAX], keylen};
-    const uint32_t qk_rows = 64 / (uint32_t)(d / 32); /* prep_qk: an invocation per block of 32 */
-    vk_grid_1d(b * h * nq_pad, qk_rows, &gx, &gy);
-    if ((st = vk_batch_dispatch(batch, kern.prep_qk, spec_d, 0, bq, 3, &pq, sizeof pq, gx, gy, 1))) return st;
-    vk_grid_1d(b * hkv * nk_pad, qk_rows, &gx, &gy);
-    if ((st = vk_batch_dispatch(batch, kern.prep_qk, spec_d, 0, bk, 3, &pk, sizeof pk, gx, gy, 1))) return st;
+    if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * h * nq_pad, d, bq, &pq, sizeof pq)) ||
+        (st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * hkv * nk_pad, d, bk, &pk, sizeof pk)))
+        return st;
     spec_d[13] = (int32_t)(extras & 4u); /* prep_v: the key lengths only */
     vk_grid_1d(b * hkv * (nk_pad / 32) * d, 64, &gx, &gy); /* prep_v: an invocation per column and block of 32 tokens */
     if (kern.prep_v == VK_K_PREP_V_F16 || kern.prep_v == VK_K_PREP_V_I8A) { /* pass 0: each V column's largest block exponent */

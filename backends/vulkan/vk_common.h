@@ -97,6 +97,9 @@ typedef enum vk_kernel {
     VK_K_DEQUANT_KV,
     VK_K_ATTN_COOPMAT_KHR_I8PV,
     VK_K_PREP_V_I8A,
+    VK_K_PREP_QK_SG_F32, /* prep_qk_subgroup.comp: prep_qk's outputs through subgroup shuffles */
+    VK_K_PREP_QK_SG_F16,
+    VK_K_PREP_QK_SG_I8,
     VK_K_COUNT
 } vk_kernel;
 
@@ -246,6 +249,20 @@ mxa_status vk_batch_submit(vk_batch *batch, double *seconds);
 void vk_pipelines_destroy(vk_device *dev);
 /* Splits n invocations of local size `local` into an x * y grid (the shaders fold y back). */
 void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy);
+
+/* ---- vk_prep.c ---- */
+/* How prep_qk runs: -1 the device's faster form, 0 prep_qk.comp (shared memory), 1
+ * prep_qk_subgroup.comp (where vk_prep_qk_subgroup says it can). */
+#define VK_PREP_QK_AUTO (-1)
+#define VK_PREP_QK_SHARED 0
+#define VK_PREP_QK_SUBGROUP 1
+/* 1 if prep_qk_subgroup.comp runs on this device at head size d: *p its values per
+ * invocation, *subgroup_size the size to require (0: the device's fixed default). */
+int vk_prep_qk_subgroup(const vk_device *dev, uint64_t d, uint32_t *p, uint32_t *subgroup_size);
+/* Records prep_qk of rows_pad rows of d values; `kernel` names the output form
+ * (VK_K_PREP_QK_F32, _F16 or _I8), bindings x, y, scales, push prep_qk.comp's constants. */
+mxa_status vk_prep_qk_dispatch(vk_batch *batch, vk_kernel kernel, int form, uint64_t rows_pad, uint64_t d,
+                               const vk_buffer *const bindings[3], const void *push, uint32_t push_size);
 
 /* ---- vk_coopmat_layout.c ---- */
 /* Runs coopmat_layout_khr.comp on the device for the fp16 16x16 A matrix and the fp32 16x16

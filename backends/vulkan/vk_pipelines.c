@@ -58,6 +58,11 @@ static const spirv_blob blobs[VK_K_COUNT] = {
 #ifdef MXA_VK_HAVE_PREP_V_I8A
     [VK_K_PREP_V_I8A] = BLOB(mxa_spv_prep_v_i8a, "prep_v_i8a"),
 #endif
+#ifdef MXA_VK_HAVE_PREP_QK_SG_I8
+    [VK_K_PREP_QK_SG_F32] = BLOB(mxa_spv_prep_qk_sg_f32, "prep_qk_sg_f32"),
+    [VK_K_PREP_QK_SG_F16] = BLOB(mxa_spv_prep_qk_sg_f16, "prep_qk_sg_f16"),
+    [VK_K_PREP_QK_SG_I8] = BLOB(mxa_spv_prep_qk_sg_i8, "prep_qk_sg_i8"),
+#endif
 #ifdef MXA_VK_HAVE_PEAK_INTDOT
     [VK_K_PEAK_INTDOT] = BLOB(mxa_spv_peak_intdot, "peak_intdot"),
 #endif

@@ -24,6 +24,7 @@
 // read as 0, so the block holding a batch's last key is quantized as in a call with
 // Nk = keylen[b] (docs/attention-inputs.md).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #ifdef OUT_F16
 #extension GL_EXT_shader_16bit_storage : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -74,7 +75,7 @@ void main()
     if (HAS_KEYLEN) n = min(keylen[head / pc.hkv], pc.n);
     uint bits[32];
     uint maxbits = 0u;
-    for (uint i = 0u; i < 32u; i++) {
+    [[unroll]] for (uint i = 0u; i < 32u; i++) { // unrolled: all 32 loads in flight at once
         const uint token = blk * 32u + i;
         // clamped index: no lane ever loads out of bounds
         const uint bv = floatBitsToUint(x[pc.x_offset + (head * pc.n + min(token, pc.n - 1u)) * uint(D) + c]);
@@ -99,9 +100,9 @@ void main()
     const int lift = 0;
 #endif
     uint words[8];
-    for (uint w = 0u; w < 8u; w++) {
+    [[unroll]] for (uint w = 0u; w < 8u; w++) {
         uint packed = 0u;
-        for (uint j = 0u; j < 4u; j++) {
+        [[unroll]] for (uint j = 0u; j < 4u; j++) {
             const uint b = bits[4u * w + j];
             const int iv = int(2.0 * mx_round(b & 0x7fffffffu, e)) << lift;
             packed |= uint(((b >> 31) != 0u ? -iv : iv) & 0xff) << (8u * j);
@@ -135,15 +136,15 @@ void main()
 #ifdef OUT_F16
     if (pc.transpose != 0u) { // the block's 32 values are consecutive: four 16-byte stores
         uint words[16];
-        for (uint i = 0u; i < 32u; i += 2u)
+        [[unroll]] for (uint i = 0u; i < 32u; i += 2u)
             words[i / 2u] = packFloat2x16(f16vec2(prepared(bits[i], e, emax), prepared(bits[i + 1u], e, emax)));
         const uint dst4 = ((head * uint(D) + c) * pc.n_pad + blk * 32u) / 8u;
-        for (uint w = 0u; w < 4u; w++)
+        [[unroll]] for (uint w = 0u; w < 4u; w++)
             y4[dst4 + w] = uvec4(words[4u * w], words[4u * w + 1u], words[4u * w + 2u], words[4u * w + 3u]);
         return;
     }
 #endif
-    for (uint i = 0u; i < 32u; i++) {
+    [[unroll]] for (uint i = 0u; i < 32u; i++) {
         const float val = prepared(bits[i], e, emax);
         const uint dst = pc.transpose != 0u ? (head * uint(D) + c) * pc.n_pad + blk * 32u + i
                                             : (head * pc.n_pad + blk * 32u + i) * uint(D) + c;

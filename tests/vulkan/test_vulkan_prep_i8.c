@@ -48,6 +48,7 @@ typedef struct prep_pc { /* prep_qk.comp's push constants */
 static VkInstance g_inst = VK_NULL_HANDLE;
 static vk_probe_data g_probe;
 static vk_device *g_dev;
+static int g_subgroup_checks; /* runs of the subgroup form */
 
 static int fail_or_skip(const char *why)
 {
@@ -119,7 +120,8 @@ static void expect_row(const float *src, int d, int hadamard, mxa_rule rule, exp
  * Runs prep_qk_i8 on `rows` rows of d floats (after x_offset floats of NaN), heads of n
  * rows padded to n_pad, and checks every output row. Returns the number of narrow rows.
  */
-static int run_check_at(int x_offset, const float *x, int rows, int d, int n, int n_pad, int hadamard, mxa_rule rule)
+static int run_check_form(int form, int x_offset, const float *x, int rows, int d, int n, int n_pad, int hadamard,
+                          mxa_rule rule)
 {
     assert_int_equal(rows % n, 0); /* whole heads, as vk_attention.c passes them */
     const int nb = d / 32, heads = rows / n, out_rows = heads * n_pad + 1; /* +1: past the end */
@@ -138,11 +140,8 @@ static int run_check_at(int x_offset, const float *x, int rows, int d, int n, in
 
     prep_pc pc = {(uint32_t)(heads * n_pad), (uint32_t)n, (uint32_t)n_pad, (uint32_t)x_offset, hadamard != 0, 1, 0, 0, mxa_hadamard_norm(d)};
     vk_rule_params(rule, &pc.kind, &pc.t);
-    const int32_t spec[VK_SPEC_COUNT] = {d, 0, 0, 0, 0, 0};
     vk_buffer *xb, *yb, *sb;
     vk_batch batch;
-    uint32_t gx, gy;
-    vk_grid_1d((uint64_t)(heads * n_pad), (uint32_t)(64 / nb), &gx, &gy); /* an invocation per block, as vk_attention.c */
     assert_int_equal(vk_scratch(g_dev, 0, xbytes, &xb), MXA_OK);
     assert_int_equal(vk_scratch(g_dev, 1, ybytes, &yb), MXA_OK);
     assert_int_equal(vk_scratch(g_dev, 2, sbytes, &sb), MXA_OK);
@@ -151,7 +150,8 @@ static int run_check_at(int x_offset, const float *x, int rows, int d, int n, in
     assert_int_equal(vk_buffer_write(g_dev, sb, 0, fill, sbytes), MXA_OK);
     const vk_buffer *binds[3] = {xb, yb, sb};
     assert_int_equal(vk_batch_begin(g_dev, 0, &batch), MXA_OK);
-    assert_int_equal(vk_batch_dispatch(&batch, VK_K_PREP_QK_I8, spec, 0, binds, 3, &pc, sizeof pc, gx, gy, 1), MXA_OK);
+    assert_int_equal(vk_prep_qk_dispatch(&batch, VK_K_PREP_QK_I8, form, (uint64_t)(heads * n_pad), (uint64_t)d, binds, &pc,
+                                         sizeof pc), MXA_OK);
     assert_int_equal(vk_batch_submit(&batch, NULL), MXA_OK);
     assert_int_equal(vk_buffer_read(g_dev, yb, 0, y, ybytes), MXA_OK);
     assert_int_equal(vk_buffer_read(g_dev, sb, 0, scales, sbytes), MXA_OK);
@@ -195,14 +195,28 @@ static int run_check_at(int x_offset, const float *x, int rows, int d, int n, in
         }
     }
     if (bad)
-        fprintf(stderr, "%d mismatches: d %d rows %d n %d n_pad %d hadamard %d rule %d q %g\n", bad, d, rows, n, n_pad,
-                hadamard, (int)rule.kind, (double)rule.q);
+        fprintf(stderr, "%d mismatches (%s form): d %d rows %d n %d n_pad %d hadamard %d rule %d q %g\n", bad,
+                form == VK_PREP_QK_SUBGROUP ? "subgroup" : "shared-memory", d, rows, n, n_pad, hadamard, (int)rule.kind,
+                (double)rule.q);
     free(xin);
     free(scales);
     free(y);
     free(fill);
     assert_int_equal(bad, 0);
     return narrow_rows;
+}
+
+/* Both forms of the kernel (prep_qk.comp, and prep_qk_subgroup.comp where the device runs it):
+ * each must write the exact encoding. Returns the number of narrow rows. */
+static int run_check_at(int x_offset, const float *x, int rows, int d, int n, int n_pad, int hadamard, mxa_rule rule)
+{
+    uint32_t per, sg;
+    const int narrow = run_check_form(VK_PREP_QK_SHARED, x_offset, x, rows, d, n, n_pad, hadamard, rule);
+    if (vk_prep_qk_subgroup(g_dev, (uint64_t)d, &per, &sg)) {
+        g_subgroup_checks++;
+        assert_int_equal(run_check_form(VK_PREP_QK_SUBGROUP, x_offset, x, rows, d, n, n_pad, hadamard, rule), narrow);
+    }
+    return narrow;
 }
 
 static int run_check(const float *x, int rows, int d, int n, int n_pad, int hadamard, mxa_rule rule)
@@ -387,12 +401,28 @@ static void test_magnitudes(void **state)
             }
 }
 
+/* (10) Last: a device with subgroup shuffles ran the subgroup form at every head size above,
+ * so its checks were not skipped silently. */
+static void test_subgroup_form_ran(void **state)
+{
+    (void)state;
+    if (!g_dev) skip();
+    if (!(g_dev->probe->caps.flags & MXA_VK_F_SUBGROUP_SHUFFLE) || !vk_kernel_available(VK_K_PREP_QK_SG_I8)) {
+        fprintf(stderr, "no subgroup shuffles (or prep_qk_subgroup not built): the shared-memory form only\n");
+        skip();
+    }
+    uint32_t per, sg;
+    for (int di = 0; di < 3; di++) assert_true(vk_prep_qk_subgroup(g_dev, (uint64_t)dims[di], &per, &sg));
+    fprintf(stderr, "the subgroup form ran %d checks\n", g_subgroup_checks);
+    assert_true(g_subgroup_checks > 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gaussian),        cmocka_unit_test(test_outlier_block), cmocka_unit_test(test_zero_blocks),
         cmocka_unit_test(test_spread_boundary), cmocka_unit_test(test_hadamard),      cmocka_unit_test(test_padding),
-        cmocka_unit_test(test_magnitudes),
+        cmocka_unit_test(test_magnitudes),      cmocka_unit_test(test_subgroup_form_ran),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
