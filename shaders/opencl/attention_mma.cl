@@ -245,6 +245,8 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
 
     const int tid = get_local_id(0), warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int row0 = get_group_id(0) * BR, bh = get_group_id(1);
+    const uint p_carry = mxa_p_carry(ceil_rule, thr); /* pow2_dec is thr = 2^23: the carry -1 */
+    (void)pow2_dec;
     const int kvh = (bh / h) * hkv + (bh % h) / (h / hkv);
     const int ra = row0 + warp * 16 + g, rb = ra + 8;
 
@@ -434,8 +436,8 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
 #pragma unroll
             for (int r = 0; r < 2; r++) {
                 const float pm = EXPS(bs[kb][r] - msub[r]);
-                const int e = mxa_exponent(as_uint(pm), ceil_rule, thr, pow2_dec);
-                exb[kb][r] = (uint)(e + 127) << 23;
+                exb[kb][r] = mxa_p_exponent_bits(as_uint(pm), p_carry);
+                const int e = (int)(exb[kb][r] >> 23) - 127;
                 sat[kb][r] = as_float(exb[kb][r] + 0x01400000u); /* 6 x 2^e */
                 pe[kb][r] = pm == 0.0f ? NO_BLOCK : e;
                 if (pm != 0.0f) {

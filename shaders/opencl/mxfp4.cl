@@ -26,6 +26,20 @@ int mxa_exponent(uint mbits, int ceil_rule, uint thr, int pow2_dec)
     return clamp(e, -127, 127);
 }
 
+/* The attention kernel's form of mxa_exponent for a P block, whose largest P~ has the bits
+ * `pbits` in [0, 1]: (e + 127) << 23 in five integer operations. The ceiling rule's bump
+ * (fraction > thr) is the carry of fraction + (2^23 - 1 - thr) into the exponent field, and
+ * q = 8's pow2_dec the borrow of that constant being -1 (thr = 2^23); the clamp at -127 (a
+ * subnormal maximum included) is a max. An all-zero block gets -127 where mxa_exponent says
+ * 0: its P^ is 0 either way. Checked against mxa_exponent for every pbits in (0, 1] at OCP
+ * and q = 6, 6.5, 7, 7.25, 7.5, 8 (a C transcription): identical. */
+uint mxa_p_carry(int ceil_rule, uint thr) { return ceil_rule ? 0x7fffffu - thr : 0u; }
+uint mxa_p_exponent_bits(uint pbits, uint carry)
+{
+    const uint f = (max(pbits, 0x800000u) + carry) & 0x7f800000u;
+    return (uint)max((int)f - 0x1000000, 0);
+}
+
 /* The biased exponent and fraction of |x| (abits = |x| bits, nonzero, finite), a
  * subnormal normalised (exponent <= 0) so that exponent arithmetic on it stays exact. */
 int mxa_unpack(uint abits, uint *man)
