@@ -47,6 +47,7 @@ void vk_plan_call(const vk_probe_data *probe, const mxa_attention_call *call, vk
         sc.bc = call->bc;
         sc.quantize_all = call->desc.quantize == MXA_QUANT_ALL;
         sc.pv_mxfp8 = call->desc.pv_format == MXA_PV_MXFP8;
+        sc.causal = call->desc.causal != 0;
     }
     vk_select(&probe->caps, call ? &sc : NULL, &opts, plan);
 }
@@ -257,6 +258,8 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
                                      (int32_t)plan->pv_shape.n, (int32_t)plan->pv_shape.k, (int32_t)plan->s_map,
                                      (int32_t)plan->o_map, (int32_t)plan->a_map};
             memcpy(spec + 4, rest, sizeof rest);
+            if (plan->id == VK_V_KHR_I8 || plan->id == VK_V_KHR_F16 || plan->id == VK_V_KHR_I8PV)
+                spec[5] = (int32_t)plan->tune[0]; /* RB: the register kernels' M is always 16 */
         }
         spec[13] = (int32_t)extras;
         const vk_buffer *ba[12] = {&w[W_QP], &w[W_KP], &w[W_VP], &w[W_QS], &w[W_KS], &w[W_VS],

@@ -40,7 +40,7 @@ mxa_status mxa_vulkan_profile_plan(const char *json_text, int64_t head_dim, cons
     o.disable_coopmat = (flags & MXA_VULKAN_PLAN_DISABLE_COOPMAT) != 0;
     o.disable_int_dot = (flags & MXA_VULKAN_PLAN_DISABLE_INT_DOT) != 0;
     vk_select_opts_built(&o);
-    const vk_select_call call = {head_dim, 64, 1, 0};
+    const vk_select_call call = {head_dim, 64, 1, 0, 0};
     vk_plan p;
     vk_select(&caps, &call, &o, &p);
     snprintf(variant, variant_size, "%s", p.variant ? p.variant : "scalar");

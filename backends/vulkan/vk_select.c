@@ -89,6 +89,14 @@ static int shape_wanted(const vk_select_opts *o, const vk_coopmat_shape *s)
  * D = 64: 155.6 against 116.2 TFLOP/s with 8 subgroups, measured on its NV predecessor). */
 static uint32_t reg_warps(int64_t d) { return d <= 64 ? 4u : 8u; }
 
+/* 16-row blocks per subgroup of the register kernel: two at D = 64 on int8 S without a causal
+ * mask, so each K and V fragment read from shared memory serves 32 rows. H100, B1 H40 N4096
+ * D64, 4 subgroups, TFLOP/s: 156.2 / 155.2 / 158.9 against 152.3 / 154.6 / 154.6 / 155.6 with
+ * one (2 subgroups 124.8, 8 subgroups 136.2); causal 115.1 / 113.3 against 118.1 / 119.1, so
+ * causal calls keep one (the diagonal's work is split more coarsely). At D = 128 the driver
+ * spills two blocks' registers (186.4 against 261.3). int8 P V keeps one. */
+static uint32_t reg_row_blocks(int64_t d, int i8, int pv8, int causal) { return i8 && !pv8 && !causal && d <= 64 ? 2u : 1u; }
+
 /* Shared memory of attn_coopmat_khr.comp: the K tile (64 keys,
  * rows padded by 16 bytes), the V^T tile (D rows of 64 keys, fp16 or int8, + 16 bytes) and
  * the K scales. */
@@ -153,7 +161,7 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
     if (i8 && !(c->flags & MXA_VK_F_INT8)) return WHY("no int8 arithmetic");
     if (!c->quad_ok[0] && !c->quad_ok[1])
         return WHY("fragment layout: %s", c->layout_note[0] ? c->layout_note : "not measured");
-    const uint32_t warps = reg_warps(x->d), threads = warps * 32;
+    const uint32_t warps = reg_warps(x->d), rb = reg_row_blocks(x->d, i8, pv8, x->call && x->call->causal), threads = warps * 32;
     const int64_t kw = i8 ? x->d / 16 : x->d / 8;
     if (i8 && x->d < 64) return WHY("the int8 register kernel needs 64 <= D <= 128");
     if ((64 * kw) % threads != 0 || (64 * x->d / (pv8 ? 16 : 8)) % threads != 0)
@@ -192,7 +200,8 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
     p->subgroup_size = sg;
     p->subgroups = warps;
     p->local_size = threads;
-    p->rows_per_group = warps * 16;
+    p->rows_per_group = warps * 16 * rb;
+    p->tune[0] = rb;
     p->shared_bytes = shared;
     p->s_map = c->c_map[s->n == 16 ? 0 : 1];
     p->o_map = c->c_map[pv->n == 16 ? 0 : 1];

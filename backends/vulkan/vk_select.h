@@ -79,6 +79,7 @@ typedef struct vk_select_call {
     int64_t bc;
     int quantize_all; /* Q, K, V and P all quantized */
     int pv_mxfp8;     /* P and V in MXFP8 (mxattention-fp8pv): only the register KHR kernels and scalar */
+    int causal;       /* a causal mask (the register kernel's rows per subgroup) */
 } vk_select_call;
 
 typedef enum vk_variant_id {
@@ -108,7 +109,8 @@ typedef struct vk_plan {
     uint32_t rows_per_group;    /* query rows per workgroup (nq is padded to a multiple) */
     uint32_t shared_bytes;      /* shared memory the kernel declares */
     uint32_t s_map, o_map, a_map; /* register kernels: the fragment element orders (vk_caps) */
-    uint32_t tune[4];           /* kernel-specific specialization constants (intdot's tiles) */
+    uint32_t tune[4];           /* kernel-specific specialization constants (intdot's tiles; the register
+                                   kernels' 16-row blocks per subgroup in tune[0]) */
     char reason[512];
 } vk_plan;
 

@@ -15,10 +15,12 @@
 // O_MAP for the 16 x PN accumulator, A_MAP for the fp16 16 x 16 A matrix, so P moves from
 // the S accumulators into A matrices without leaving registers.
 //
-// Workgroup: WARPS subgroups of 32, 16 query rows each. Per key tile (BC = 64) the
-// workgroup copies K (keys x D) and V^T (D x keys) into shared memory with 16-byte loads,
-// fetched into registers one tile ahead so the loads overlap the previous tile's math;
-// each subgroup computes S = Q K^T, scales it to log2 units and masks it, takes row maxima
+// Workgroup: WARPS subgroups of 32, RB blocks of 16 query rows each. Per key tile (BC = 64)
+// the workgroup copies K (keys x D) and V^T (D x keys) into shared memory with 16-byte loads,
+// fetched into registers one tile ahead so the loads overlap the previous tile's math. Each
+// K and V fragment a subgroup reads from shared memory serves its RB row blocks: those reads,
+// not the matrix units, bound the product phases at one block per subgroup (docs/speed-log.md).
+// Each subgroup computes S = Q K^T, scales it to log2 units and masks it, takes row maxima
 // with quad shuffles, P~ = 2^(S - m), P^ = MXFP4(P~) per 32-key block, rescales O by alpha
 // and accumulates O += (2^12 P^) V. The recipe's P quantization, PNQ and rounding rule are
 // a specialization constant (MODE), so each pipeline carries only its own softmax.
@@ -70,6 +72,7 @@ layout(constant_id = 1) const int BC = 64; // two 32-key P blocks per tile
 layout(constant_id = 2) const int WARPS = 4;
 layout(local_size_x_id = 3) in;
 layout(constant_id = 4) const int MODE = 3; // bit 0: quantize P, bit 1: PNQ (l sums P^), bit 2: the ceiling rule, bit 3: P and V in MXFP8
+layout(constant_id = 5) const int RB = 1;   // 16-row blocks per subgroup
 layout(constant_id = 6) const int SN = 16;
 #ifdef S_INT8
 layout(constant_id = 7) const int SK = 32;
@@ -91,6 +94,7 @@ const int KT = BC / SN;      // S tiles per key tile
 const int TPB = 32 / SN;     // S tiles per 32-key P block
 const int DT = D / PN;       // O accumulators
 const int THREADS = WARPS * 32;
+const int ROWS = 16 * RB;    // query rows per subgroup
 #ifdef S_INT8
 const int NB = D / 32;       // Q/K blocks per row, one scale each
 const int KW = D / 16;       // uvec4 per K row (16 int8)
@@ -170,7 +174,7 @@ shared uvec4 sV[D * VSTR];  // V^T tile: sV[d][key]
 shared float sKs[BC * NB];  // the tile's K scales
 #ifdef PV_INT8
 const int PSTR = BC / 4 + 4; // sP row stride in words: 8-row phases of 16-byte loads hit distinct banks
-shared uint sP[WARPS * 16 * PSTR]; // per subgroup: its 16 rows' P^ codes of the tile, 4 per word
+shared uint sP[WARPS * ROWS * PSTR]; // per subgroup: its rows' P^ codes of the tile, 4 per word
 #endif
 
 int s_code(int i) { return (S_MAP >> (3 * i)) & 7; }
@@ -243,53 +247,71 @@ void main()
     const uint g = lane >> 2, t4 = lane & 3u;
     const uint hh = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
     const uint bh = b * pc.h + hh, kvh = b * pc.hkv + hh / (pc.h / pc.hkv);
-    const uint wg0 = gl_WorkGroupID.x * uint(WARPS * 16), i0 = wg0 + w * 16u;
-    const uint row_hi = i0 + g, row_lo = row_hi + 8u;
+    const uint wg0 = gl_WorkGroupID.x * uint(WARPS * ROWS), i0 = wg0 + w * uint(ROWS); // the subgroup's first row
+    uint row_hi[RB], row_lo[RB]; // this lane's rows g and g + 8 of each row block
+    [[unroll]] for (int rb = 0; rb < RB; rb++) {
+        row_hi[rb] = i0 + uint(16 * rb) + g;
+        row_lo[rb] = row_hi[rb] + 8u;
+    }
 
-    QMAT qa[NCH];
-    [[unroll]] for (int c = 0; c < NCH; c++)
-        coopMatLoad(qa[c], q4, (bh * pc.nq_pad + i0) * uint(KW) + uint(c * CW), uint(KW), gl_CooperativeMatrixLayoutRowMajor);
-    OACC oacc[DT];
-    [[unroll]] for (int dt = 0; dt < DT; dt++) oacc[dt] = OACC(0.0);
+    QMAT qa[RB * NCH];
+    [[unroll]] for (int rb = 0; rb < RB; rb++)
+        [[unroll]] for (int c = 0; c < NCH; c++)
+            coopMatLoad(qa[rb * NCH + c], q4, (bh * pc.nq_pad + i0 + uint(16 * rb)) * uint(KW) + uint(c * CW), uint(KW),
+                        gl_CooperativeMatrixLayoutRowMajor);
+    OACC oacc[RB * DT];
+    [[unroll]] for (int dt = 0; dt < RB * DT; dt++) oacc[dt] = OACC(0.0);
 
+    float qs_hi[RB], qs_lo[RB];
 #ifdef S_INT8
     // 1/4: each int8 value is twice its E2M1 value
-    float bq_hi[NB], bq_lo[NB];
+    float bq_hi[RB * NB], bq_lo[RB * NB];
     bool wide_row = false;
-    [[unroll]] for (int db = 0; db < NB; db++) {
-        const float a = qscale[(bh * pc.nq_pad + row_hi) * uint(NB) + uint(db)];
-        const float c = qscale[(bh * pc.nq_pad + row_lo) * uint(NB) + uint(db)];
-        wide_row = wide_row || (floatBitsToUint(a) | floatBitsToUint(c)) >> 31 != 0u;
-        bq_hi[db] = abs(a) * (pc.scale * 0.25 * LOG2E);
-        bq_lo[db] = abs(c) * (pc.scale * 0.25 * LOG2E);
+    [[unroll]] for (int rb = 0; rb < RB; rb++) {
+        [[unroll]] for (int db = 0; db < NB; db++) {
+            const float a = qscale[(bh * pc.nq_pad + row_hi[rb]) * uint(NB) + uint(db)];
+            const float c = qscale[(bh * pc.nq_pad + row_lo[rb]) * uint(NB) + uint(db)];
+            wide_row = wide_row || (floatBitsToUint(a) | floatBitsToUint(c)) >> 31 != 0u;
+            bq_hi[rb * NB + db] = abs(a) * (pc.scale * 0.25 * LOG2E);
+            bq_lo[rb * NB + db] = abs(c) * (pc.scale * 0.25 * LOG2E);
+        }
+        qs_hi[rb] = bq_hi[rb * NB];
+        qs_lo[rb] = bq_lo[rb * NB];
     }
     const bool wide_q = subgroupAny(wide_row);
-    const float qs_hi = bq_hi[0], qs_lo = bq_lo[0];
 #else
-    const float qs_hi = qscale[bh * pc.nq_pad + row_hi] * (pc.scale * LOG2E), qs_lo = qscale[bh * pc.nq_pad + row_lo] * (pc.scale * LOG2E);
+    [[unroll]] for (int rb = 0; rb < RB; rb++) {
+        qs_hi[rb] = qscale[bh * pc.nq_pad + row_hi[rb]] * (pc.scale * LOG2E);
+        qs_lo[rb] = qscale[bh * pc.nq_pad + row_lo[rb]] * (pc.scale * LOG2E);
+    }
 #endif
     const int nk = keys_of(b);
     const int shift = causal_shift(nk);
-    const int last_hi = pc.causal != 0u ? min(int(row_hi) + shift, nk - 1) : nk - 1;
-    const int last_lo = pc.causal != 0u ? min(int(row_lo) + shift, nk - 1) : nk - 1;
+    int last_hi[RB], last_lo[RB];
+    [[unroll]] for (int rb = 0; rb < RB; rb++) {
+        last_hi[rb] = pc.causal != 0u ? min(int(row_hi[rb]) + shift, nk - 1) : nk - 1;
+        last_lo[rb] = pc.causal != 0u ? min(int(row_lo[rb]) + shift, nk - 1) : nk - 1;
+    }
     // every subgroup helps load every tile the workgroup's last real row sees
-    const int wg_row = min(int(wg0) + WARPS * 16 - 1, int(pc.nq) - 1);
+    const int wg_row = min(int(wg0) + WARPS * ROWS - 1, int(pc.nq) - 1);
     const int wg_last = pc.causal != 0u ? min(nk - 1, wg_row + shift) : nk - 1;
-    const int warp_last = pc.causal != 0u ? min(nk - 1, int(i0) + 15 + shift) : nk - 1;
+    const int warp_last = pc.causal != 0u ? min(nk - 1, int(i0) + ROWS - 1 + shift) : nk - 1;
     const int warp_first_last = pc.causal != 0u ? int(i0) + shift : nk - 1; // the last key row i0 sees
     // bias and mask rows (padding rows have none: see the side pass)
-    uint brow_hi = 0u, brow_lo = 0u, mrow_hi = 0u, mrow_lo = 0u;
-    if (HAS_BIAS) {
-        brow_hi = bias_row(b, hh, row_hi);
-        brow_lo = bias_row(b, hh, row_lo);
-    }
-    if (HAS_MASK) {
-        mrow_hi = mask_row(b, hh, row_hi);
-        mrow_lo = mask_row(b, hh, row_lo);
+    uint brow_hi[RB], brow_lo[RB], mrow_hi[RB], mrow_lo[RB];
+    [[unroll]] for (int rb = 0; rb < RB; rb++) {
+        brow_hi[rb] = HAS_BIAS ? bias_row(b, hh, row_hi[rb]) : 0u;
+        brow_lo[rb] = HAS_BIAS ? bias_row(b, hh, row_lo[rb]) : 0u;
+        mrow_hi[rb] = HAS_MASK ? mask_row(b, hh, row_hi[rb]) : 0u;
+        mrow_lo[rb] = HAS_MASK ? mask_row(b, hh, row_lo[rb]) : 0u;
     }
     const int ntiles = wg_last < 0 ? 0 : wg_last / BC + 1;
     const uint k_row0 = kvh * pc.nk_pad, v_row0 = kvh * uint(D);
-    float m_hi = NEG_INF, m_lo = NEG_INF, l_hi = 0.0, l_lo = 0.0;
+    float m_hi[RB], m_lo[RB], l_hi[RB], l_lo[RB];
+    [[unroll]] for (int rb = 0; rb < RB; rb++) {
+        m_hi[rb] = m_lo[rb] = NEG_INF;
+        l_hi[rb] = l_lo[rb] = 0.0;
+    }
     const uint p_carry = mx_p_carry(P_FP8 ? 2u : KIND, pc.t);
 #ifdef PV_INT8
     const uint v_flags = gl_NumWorkGroups.z * pc.hkv * uint(D) + kvh * (pc.nk_pad / uint(BC)); // this head's tile flags
@@ -320,8 +342,8 @@ void main()
         if (tile + 1 < ntiles) fetch_tile(j0 + uint(BC), tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
         if (int(j0) > warp_last) continue; // this subgroup's rows see none of these keys
 
-        // S, scaled
-        SACCF s[KT];
+        // S, scaled: s[rb * KT + kt]; each K fragment serves every row block
+        SACCF s[RB * KT];
 #ifdef S_INT8
         bool wide_k = false;
         [[unroll]] for (int u = 0; u < BC / 32; u++) // a key beyond the length does not exist
@@ -337,276 +359,304 @@ void main()
             // zeros included: dot = 0 gives +0 either way). One full-rate FADD replaces the
             // quarter-rate I2F; precise keeps the compiler from distributing the multiply.
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                SACC si = SACC(0x4B400000);
+                SACC si[RB];
+                [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = SACC(0x4B400000);
                 [[unroll]] for (int c = 0; c < NCH; c++) {
                     KMAT kb;
                     coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                    si = coopMatMulAdd(qa[c], kb, si);
+                    [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = coopMatMulAdd(qa[rb * NCH + c], kb, si[rb]);
                 }
                 [[unroll]] for (int i = 0; i < NE_S; i++) {
-                    precise float dot = intBitsToFloat(si[i]) - 12582912.0;
-                    s[kt][i] = dot * (sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB] * (code_low(s_code(i)) ? qs_lo : qs_hi));
+                    const float ks = sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB];
+                    [[unroll]] for (int rb = 0; rb < RB; rb++) {
+                        precise float dot = intBitsToFloat(si[rb][i]) - 12582912.0;
+                        s[rb * KT + kt][i] = dot * (ks * (code_low(s_code(i)) ? qs_lo[rb] : qs_hi[rb]));
+                    }
                 }
             }
         } else { // some row is wide: each block's product with its own scales
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                s[kt] = SACCF(0.0);
+                [[unroll]] for (int rb = 0; rb < RB; rb++) s[rb * KT + kt] = SACCF(0.0);
                 [[unroll]] for (int db = 0; db < NB; db++) {
-                    SACC si = SACC(0);
+                    SACC si[RB];
+                    [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = SACC(0);
                     [[unroll]] for (int cc = 0; cc < CPB; cc++) {
                         KMAT kb;
                         coopMatLoad(kb, sK, uint(kt * SN * KSTR + (db * CPB + cc) * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                        si = coopMatMulAdd(qa[db * CPB + cc], kb, si);
+                        [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = coopMatMulAdd(qa[rb * NCH + db * CPB + cc], kb, si[rb]);
                     }
-                    SACCF sb = SACCF(si);
-                    [[unroll]] for (int i = 0; i < NE_S; i++)
-                        s[kt][i] += sb[i] * abs(sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB + db]) * (code_low(s_code(i)) ? bq_lo[db] : bq_hi[db]);
+                    [[unroll]] for (int rb = 0; rb < RB; rb++) {
+                        SACCF sb = SACCF(si[rb]);
+                        [[unroll]] for (int i = 0; i < NE_S; i++)
+                            s[rb * KT + kt][i] += sb[i] * abs(sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB + db]) *
+                                                  (code_low(s_code(i)) ? bq_lo[rb * NB + db] : bq_hi[rb * NB + db]);
+                    }
                 }
             }
         }
 #else
         [[unroll]] for (int kt = 0; kt < KT; kt++) {
-            s[kt] = SACCF(0.0);
+            [[unroll]] for (int rb = 0; rb < RB; rb++) s[rb * KT + kt] = SACCF(0.0);
             [[unroll]] for (int c = 0; c < NCH; c++) {
                 KMAT kb;
                 coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                s[kt] = coopMatMulAdd(qa[c], kb, s[kt]);
+                [[unroll]] for (int rb = 0; rb < RB; rb++) s[rb * KT + kt] = coopMatMulAdd(qa[rb * NCH + c], kb, s[rb * KT + kt]);
             }
-            [[unroll]] for (int i = 0; i < NE_S; i++)
-                s[kt][i] *= sKs[kt * SN + code_col(s_code(i)) + int(2u * t4)] * (code_low(s_code(i)) ? qs_lo : qs_hi);
+            [[unroll]] for (int rb = 0; rb < RB; rb++)
+                [[unroll]] for (int i = 0; i < NE_S; i++)
+                    s[rb * KT + kt][i] *= sKs[kt * SN + code_col(s_code(i)) + int(2u * t4)] * (code_low(s_code(i)) ? qs_lo[rb] : qs_hi[rb]);
         }
 #endif
 
         // bias and mask on the keys each row may see (the masking below hides the rest)
         if (HAS_SIDE) {
-            [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                [[unroll]] for (int i = 0; i < NE_S; i++) {
-                    const bool lo = code_low(s_code(i));
-                    const int j = int(j0) + kt * SN + code_col(s_code(i)) + int(2u * t4);
-                    if ((lo ? row_lo : row_hi) < pc.nq && j <= (lo ? last_lo : last_hi))
-                        s[kt][i] = side_score(s[kt][i], lo ? brow_lo : brow_hi, lo ? mrow_lo : mrow_hi, uint(j), LOG2E);
-                }
-            }
-        }
-
-        // S is in log2 units (the Q scales carry log2(e)). Maxima per row and 32-key block,
-        // masking only tiles that reach past some row's last key.
-        float bm_hi[BC / 32], bm_lo[BC / 32];
-        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) bm_hi[blk] = bm_lo[blk] = NEG_INF;
-        const bool masked = int(j0) + BC - 1 > min(warp_first_last, nk - 1);
-        [[dont_flatten]] if (masked) {
-            const int lim_hi = last_hi - int(j0 + 2u * t4), lim_lo = last_lo - int(j0 + 2u * t4); // masked column offsets exceed these
-            [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                [[unroll]] for (int i = 0; i < NE_S; i++) {
-                    const bool lo = code_low(s_code(i));
-                    if (kt * SN + code_col(s_code(i)) > (lo ? lim_lo : lim_hi)) s[kt][i] = NEG_INF;
-                    if (lo) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[kt][i]);
-                    else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[kt][i]);
-                }
-            }
-        } else {
-            [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                [[unroll]] for (int i = 0; i < NE_S; i++) {
-                    if (code_low(s_code(i))) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[kt][i]);
-                    else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[kt][i]);
-                }
-            }
-        }
-        float mx_hi = NEG_INF, mx_lo = NEG_INF;
-        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-            bm_hi[blk] = quad_max(bm_hi[blk]);
-            bm_lo[blk] = quad_max(bm_lo[blk]);
-            mx_hi = max(mx_hi, bm_hi[blk]);
-            mx_lo = max(mx_lo, bm_lo[blk]);
-        }
-        const float mn_hi = max(m_hi, mx_hi), mn_lo = max(m_lo, mx_lo);
-        const float alpha_hi = mn_hi == NEG_INF ? 1.0 : exp2(m_hi - mn_hi);
-        const float alpha_lo = mn_lo == NEG_INF ? 1.0 : exp2(m_lo - mn_lo);
-        const float mz_hi = mn_hi == NEG_INF ? 0.0 : mn_hi, mz_lo = mn_lo == NEG_INF ? 0.0 : mn_lo; // a row with no key yet: P = 0
-
-        // P~ = 2^(S - m), then P^ per 32-key block (TPB tiles), all times 2^12 (P_SCALE);
-        // rs: this lane's share of the row sums l adds (P^ under PNQ, else P~; not under MMA_SUM)
-        float rs_hi = 0.0, rs_lo = 0.0;
-#ifdef PV_INT8
-        int pe_hi[BC / 32], pe_lo[BC / 32]; // each P block's exponent, NO_BLOCK where it is all zero
-#endif
-        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-            [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
-                [[unroll]] for (int i = 0; i < NE_S; i++) {
-                    const bool lo = code_low(s_code(i));
-                    const float p = exp2(s[kt][i] - (lo ? mz_lo : mz_hi));
-                    s[kt][i] = p;
-                    if (!HAT_SUM) {
-                        if (lo) rs_lo += p;
-                        else rs_hi += p;
+            [[unroll]] for (int rb = 0; rb < RB; rb++) {
+                [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                    [[unroll]] for (int i = 0; i < NE_S; i++) {
+                        const bool lo = code_low(s_code(i));
+                        const int j = int(j0) + kt * SN + code_col(s_code(i)) + int(2u * t4);
+                        if ((lo ? row_lo[rb] : row_hi[rb]) < pc.nq && j <= (lo ? last_lo[rb] : last_hi[rb]))
+                            s[rb * KT + kt][i] = side_score(s[rb * KT + kt][i], lo ? brow_lo[rb] : brow_hi[rb],
+                                                            lo ? mrow_lo[rb] : mrow_hi[rb], uint(j), LOG2E);
                     }
                 }
             }
-            if (QUANT_P) {
-                // The block's largest P~ is the exp2 of its largest S (the same operands as that
-                // element's own P~), as long as exp2 is monotonic; were it not somewhere, a P~
-                // 1 ulp above a block exponent boundary could saturate. Saves a max per
-                // element over P~'s bits.
-                const float pm_hi = exp2(bm_hi[blk] - mz_hi), pm_lo = exp2(bm_lo[blk] - mz_lo);
-                uint exb_hi = mx_p_exponent_bits(floatBitsToUint(pm_hi), p_carry, P_FP8 ? 2u : KIND);
-                uint exb_lo = mx_p_exponent_bits(floatBitsToUint(pm_lo), p_carry, P_FP8 ? 2u : KIND);
-                // E2M1: saturation at 6 * 2^e; E4M3: at 448 * 2^e, rounding from the binade e - 6 up
-                const float sat_hi = uintBitsToFloat(exb_hi + (P_FP8 ? 0x04600000u : 0x01400000u));
-                const float sat_lo = uintBitsToFloat(exb_lo + (P_FP8 ? 0x04600000u : 0x01400000u));
-                if (P_FP8) {
-                    exb_hi = max(exb_hi, 0x03800000u) - 0x03000000u;
-                    exb_lo = max(exb_lo, 0x03800000u) - 0x03000000u;
-                }
-#ifdef PV_INT8
-                pe_hi[blk] = pm_hi == 0.0 ? NO_BLOCK : int(exb_hi >> 23) - 127;
-                pe_lo[blk] = pm_lo == 0.0 ? NO_BLOCK : int(exb_lo >> 23) - 127;
-#endif
-                [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
+        }
+
+        const bool masked = int(j0) + BC - 1 > min(warp_first_last, nk - 1);
+        float alpha_hi[RB], alpha_lo[RB], mn_hi[RB], mn_lo[RB];
+        [[unroll]] for (int rb = 0; rb < RB; rb++) {
+            // S is in log2 units (the Q scales carry log2(e)). Maxima per row and 32-key block,
+            // masking only tiles that reach past some row's last key.
+            float bm_hi[BC / 32], bm_lo[BC / 32];
+            [[unroll]] for (int blk = 0; blk < BC / 32; blk++) bm_hi[blk] = bm_lo[blk] = NEG_INF;
+            [[dont_flatten]] if (masked) {
+                const int lim_hi = last_hi[rb] - int(j0 + 2u * t4), lim_lo = last_lo[rb] - int(j0 + 2u * t4); // masked column offsets exceed these
+                [[unroll]] for (int kt = 0; kt < KT; kt++) {
                     [[unroll]] for (int i = 0; i < NE_S; i++) {
                         const bool lo = code_low(s_code(i));
-                        const float q = P_FP8 ? quantize_p8(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi)
-                                              : quantize_p(s[kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi);
-                        s[kt][i] = q;
-                        if (HAT_SUM && !MMA_SUM) {
-                            if (lo) rs_lo += q;
-                            else rs_hi += q;
-                        }
+                        if (kt * SN + code_col(s_code(i)) > (lo ? lim_lo : lim_hi)) s[rb * KT + kt][i] = NEG_INF;
+                        if (lo) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[rb * KT + kt][i]);
+                        else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[rb * KT + kt][i]);
                     }
                 }
             } else {
-                [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) s[kt] *= P_SCALE;
-            }
-        }
-        if (!HAT_SUM) {
-            rs_hi *= P_SCALE;
-            rs_lo *= P_SCALE;
-        }
-        if (mn_hi != NEG_INF) { if (!MMA_SUM) l_hi = alpha_hi * l_hi + rs_hi; m_hi = mn_hi; }
-        if (mn_lo != NEG_INF) { if (!MMA_SUM) l_lo = alpha_lo * l_lo + rs_lo; m_lo = mn_lo; }
-        [[unroll]] for (int dt = 0; dt < DT; dt++)
-            [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] *= code_low(o_code(i)) ? alpha_lo : alpha_hi;
-
-#ifdef PV_INT8
-        // the tile's P unit per row: its blocks within 3 binades of the larger, above 2^-60
-        int r_hi, r_lo;
-        const bool narrow_hi = tile_unit(pe_hi[0], pe_hi[1], r_hi), narrow_lo = tile_unit(pe_lo[0], pe_lo[1], r_lo);
-        const bool v_wide = vcol[v_flags + uint(tile)] != 0u;
-        const bool chain = subgroupAll(narrow_hi && narrow_lo) && !v_wide;
-        // codes = P^ * 2^(1 - unit exponent), in two steps (a block exponent may be -127)
-        const uint prow = w * 16u * uint(PSTR);
-        [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-            const float g_hi = pow2_any(-63 - (chain ? r_hi : block_exp(pe_hi[blk])));
-            const float g_lo = pow2_any(-63 - (chain ? r_lo : block_exp(pe_lo[blk])));
-            [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
-                // this lane's pairs: keys 2t, 2t + 1 and 2t + 8, 2t + 9 of rows g and g + 8
-                uint pair[4] = {0u, 0u, 0u, 0u}; // (row, second pair) -> 16 bits
-                [[unroll]] for (int i = 0; i < NE_S; i++) {
-                    const int c = s_code(i);
-                    const bool lo = code_low(c);
-                    precise float up = s[kt][i] * 18446744073709551616.0; // 2^64 first: never folded into g
-                    // up * g is the code, an integer <= 96: exact, it lands in the low byte of
-                    // 1.5 * 2^23 + code (an fma, not a quarter-rate F2I)
-                    const uint code = floatBitsToUint(fma(up, lo ? g_lo : g_hi, 12582912.0)) & 0xffu;
-                    pair[(lo ? 2 : 0) + (c >> 2)] |= code << (8 * (c & 1));
-                }
-                // even t sends its second pairs, odd t its first: each then holds 4 consecutive keys
-                const bool odd = (t4 & 1u) != 0u;
-                const uint send = odd ? pair[0] | pair[2] << 16 : pair[1] | pair[3] << 16;
-                const uint got = subgroupShuffleXor(send, 1u);
-                const uint word_hi = odd ? (got & 0xffffu) | pair[1] << 16 : pair[0] | got << 16;
-                const uint word_lo = odd ? (got >> 16) | pair[3] << 16 : pair[2] | (got & 0xffff0000u);
-                const uint col = uint(kt * 4) + (odd ? 2u + t4 / 2u : t4 / 2u);
-                sP[prow + g * uint(PSTR) + col] = word_hi;
-                sP[prow + (g + 8u) * uint(PSTR) + col] = word_lo;
-            }
-        }
-        subgroupMemoryBarrierShared();
-        subgroupBarrier();
-        PMAT8 pa[BC / 32];
-        [[unroll]] for (int blk = 0; blk < BC / 32; blk++)
-            coopMatLoad(pa[blk], sP, prow + uint(blk * 8), uint(PSTR), gl_CooperativeMatrixLayoutRowMajor);
-        [[dont_flatten]] if (chain) {
-            const float u_hi = pow2_any(r_hi - 1), u_lo = pow2_any(r_lo - 1);
-            [[unroll]] for (int dt = 0; dt < DT; dt++) {
-                IACC acc = IACC(0x4B400000); // the bits of 1.5 * 2^23: see int_sum
-                [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-                    VMAT8 vb;
-                    coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                    acc = coopMatMulAdd(pa[blk], vb, acc);
-                }
-                [[unroll]] for (int i = 0; i < NE_O; i++) oacc[dt][i] = fma(int_sum(acc[i]), code_low(o_code(i)) ? u_lo : u_hi, oacc[dt][i]);
-            }
-        } else { // each block with its own exponent (and the V factors of a flagged tile); rare: kept rolled up
-            [[dont_unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-                const float u_hi = pow2_any(block_exp(pe_hi[blk]) - 1), u_lo = pow2_any(block_exp(pe_lo[blk]) - 1);
-                [[unroll]] for (int dt = 0; dt < DT; dt++) {
-                    VMAT8 vb;
-                    coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                    IACC f = coopMatMulAdd(pa[blk], vb, IACC(0x4B400000));
-                    [[unroll]] for (int i = 0; i < NE_O; i++) {
-                        float u = code_low(o_code(i)) ? u_lo : u_hi;
-                        if (v_wide) u *= vscale[(v_row0 + uint(dt * PN + code_col(o_code(i))) + 2u * t4) * (pc.nk_pad / 32u) + j0 / 32u + uint(blk)];
-                        oacc[dt][i] = fma(int_sum(f[i]), u, oacc[dt][i]);
+                [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                    [[unroll]] for (int i = 0; i < NE_S; i++) {
+                        if (code_low(s_code(i))) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[rb * KT + kt][i]);
+                        else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[rb * KT + kt][i]);
                     }
                 }
             }
+            float mx_hi = NEG_INF, mx_lo = NEG_INF;
+            [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+                bm_hi[blk] = quad_max(bm_hi[blk]);
+                bm_lo[blk] = quad_max(bm_lo[blk]);
+                mx_hi = max(mx_hi, bm_hi[blk]);
+                mx_lo = max(mx_lo, bm_lo[blk]);
+            }
+            mn_hi[rb] = max(m_hi[rb], mx_hi);
+            mn_lo[rb] = max(m_lo[rb], mx_lo);
+            alpha_hi[rb] = mn_hi[rb] == NEG_INF ? 1.0 : exp2(m_hi[rb] - mn_hi[rb]);
+            alpha_lo[rb] = mn_lo[rb] == NEG_INF ? 1.0 : exp2(m_lo[rb] - mn_lo[rb]);
+            const float mz_hi = mn_hi[rb] == NEG_INF ? 0.0 : mn_hi[rb], mz_lo = mn_lo[rb] == NEG_INF ? 0.0 : mn_lo[rb]; // a row with no key yet: P = 0
+
+            // P~ = 2^(S - m), then P^ per 32-key block (TPB tiles), all times 2^12 (P_SCALE);
+            // rs: this lane's share of the row sums l adds (P^ under PNQ, else P~; not under MMA_SUM)
+            float rs_hi = 0.0, rs_lo = 0.0;
+#ifdef PV_INT8
+            int pe_hi[BC / 32], pe_lo[BC / 32]; // each P block's exponent, NO_BLOCK where it is all zero
+#endif
+            [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+                [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
+                    [[unroll]] for (int i = 0; i < NE_S; i++) {
+                        const bool lo = code_low(s_code(i));
+                        const float p = exp2(s[rb * KT + kt][i] - (lo ? mz_lo : mz_hi));
+                        s[rb * KT + kt][i] = p;
+                        if (!HAT_SUM) {
+                            if (lo) rs_lo += p;
+                            else rs_hi += p;
+                        }
+                    }
+                }
+                if (QUANT_P) {
+                    // The block's largest P~ is the exp2 of its largest S (the same operands as that
+                    // element's own P~), as long as exp2 is monotonic; were it not somewhere, a P~
+                    // 1 ulp above a block exponent boundary could saturate. Saves a max per
+                    // element over P~'s bits.
+                    const float pm_hi = exp2(bm_hi[blk] - mz_hi), pm_lo = exp2(bm_lo[blk] - mz_lo);
+                    uint exb_hi = mx_p_exponent_bits(floatBitsToUint(pm_hi), p_carry, P_FP8 ? 2u : KIND);
+                    uint exb_lo = mx_p_exponent_bits(floatBitsToUint(pm_lo), p_carry, P_FP8 ? 2u : KIND);
+                    // E2M1: saturation at 6 * 2^e; E4M3: at 448 * 2^e, rounding from the binade e - 6 up
+                    const float sat_hi = uintBitsToFloat(exb_hi + (P_FP8 ? 0x04600000u : 0x01400000u));
+                    const float sat_lo = uintBitsToFloat(exb_lo + (P_FP8 ? 0x04600000u : 0x01400000u));
+                    if (P_FP8) {
+                        exb_hi = max(exb_hi, 0x03800000u) - 0x03000000u;
+                        exb_lo = max(exb_lo, 0x03800000u) - 0x03000000u;
+                    }
+#ifdef PV_INT8
+                    pe_hi[blk] = pm_hi == 0.0 ? NO_BLOCK : int(exb_hi >> 23) - 127;
+                    pe_lo[blk] = pm_lo == 0.0 ? NO_BLOCK : int(exb_lo >> 23) - 127;
+#endif
+                    [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
+                        [[unroll]] for (int i = 0; i < NE_S; i++) {
+                            const bool lo = code_low(s_code(i));
+                            const float q = P_FP8 ? quantize_p8(s[rb * KT + kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi)
+                                                  : quantize_p(s[rb * KT + kt][i], lo ? exb_lo : exb_hi, lo ? sat_lo : sat_hi);
+                            s[rb * KT + kt][i] = q;
+                            if (HAT_SUM && !MMA_SUM) {
+                                if (lo) rs_lo += q;
+                                else rs_hi += q;
+                            }
+                        }
+                    }
+                } else {
+                    [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) s[rb * KT + kt] *= P_SCALE;
+                }
+            }
+            if (!HAT_SUM) {
+                rs_hi *= P_SCALE;
+                rs_lo *= P_SCALE;
+            }
+            if (mn_hi[rb] != NEG_INF) { if (!MMA_SUM) l_hi[rb] = alpha_hi[rb] * l_hi[rb] + rs_hi; m_hi[rb] = mn_hi[rb]; }
+            if (mn_lo[rb] != NEG_INF) { if (!MMA_SUM) l_lo[rb] = alpha_lo[rb] * l_lo[rb] + rs_lo; m_lo[rb] = mn_lo[rb]; }
+            [[unroll]] for (int dt = 0; dt < DT; dt++)
+                [[unroll]] for (int i = 0; i < NE_O; i++) oacc[rb * DT + dt][i] *= code_low(o_code(i)) ? alpha_lo[rb] : alpha_hi[rb];
+
+#ifdef PV_INT8
+            // the tile's P unit per row: its blocks within 3 binades of the larger, above 2^-60
+            int r_hi, r_lo;
+            const bool narrow_hi = tile_unit(pe_hi[0], pe_hi[1], r_hi), narrow_lo = tile_unit(pe_lo[0], pe_lo[1], r_lo);
+            const bool v_wide = vcol[v_flags + uint(tile)] != 0u;
+            const bool chain = subgroupAll(narrow_hi && narrow_lo) && !v_wide;
+            // codes = P^ * 2^(1 - unit exponent), in two steps (a block exponent may be -127)
+            const uint prow = (w * uint(RB) + uint(rb)) * 16u * uint(PSTR);
+            [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+                const float g_hi = pow2_any(-63 - (chain ? r_hi : block_exp(pe_hi[blk])));
+                const float g_lo = pow2_any(-63 - (chain ? r_lo : block_exp(pe_lo[blk])));
+                [[unroll]] for (int kt = 2 * blk; kt < 2 * blk + 2; kt++) {
+                    // this lane's pairs: keys 2t, 2t + 1 and 2t + 8, 2t + 9 of rows g and g + 8
+                    uint pair[4] = {0u, 0u, 0u, 0u}; // (row, second pair) -> 16 bits
+                    [[unroll]] for (int i = 0; i < NE_S; i++) {
+                        const int c = s_code(i);
+                        const bool lo = code_low(c);
+                        precise float up = s[rb * KT + kt][i] * 18446744073709551616.0; // 2^64 first: never folded into g
+                        // up * g is the code, an integer <= 96: exact, it lands in the low byte of
+                        // 1.5 * 2^23 + code (an fma, not a quarter-rate F2I)
+                        const uint code = floatBitsToUint(fma(up, lo ? g_lo : g_hi, 12582912.0)) & 0xffu;
+                        pair[(lo ? 2 : 0) + (c >> 2)] |= code << (8 * (c & 1));
+                    }
+                    // even t sends its second pairs, odd t its first: each then holds 4 consecutive keys
+                    const bool odd = (t4 & 1u) != 0u;
+                    const uint send = odd ? pair[0] | pair[2] << 16 : pair[1] | pair[3] << 16;
+                    const uint got = subgroupShuffleXor(send, 1u);
+                    const uint word_hi = odd ? (got & 0xffffu) | pair[1] << 16 : pair[0] | got << 16;
+                    const uint word_lo = odd ? (got >> 16) | pair[3] << 16 : pair[2] | (got & 0xffff0000u);
+                    const uint col = uint(kt * 4) + (odd ? 2u + t4 / 2u : t4 / 2u);
+                    sP[prow + g * uint(PSTR) + col] = word_hi;
+                    sP[prow + (g + 8u) * uint(PSTR) + col] = word_lo;
+                }
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            PMAT8 pa[BC / 32];
+            [[unroll]] for (int blk = 0; blk < BC / 32; blk++)
+                coopMatLoad(pa[blk], sP, prow + uint(blk * 8), uint(PSTR), gl_CooperativeMatrixLayoutRowMajor);
+            [[dont_flatten]] if (chain) {
+                const float u_hi = pow2_any(r_hi - 1), u_lo = pow2_any(r_lo - 1);
+                [[unroll]] for (int dt = 0; dt < DT; dt++) {
+                    IACC acc = IACC(0x4B400000); // the bits of 1.5 * 2^23: see int_sum
+                    [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+                        VMAT8 vb;
+                        coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                        acc = coopMatMulAdd(pa[blk], vb, acc);
+                    }
+                    [[unroll]] for (int i = 0; i < NE_O; i++)
+                        oacc[rb * DT + dt][i] = fma(int_sum(acc[i]), code_low(o_code(i)) ? u_lo : u_hi, oacc[rb * DT + dt][i]);
+                }
+            } else { // each block with its own exponent (and the V factors of a flagged tile); rare: kept rolled up
+                [[dont_unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+                    const float u_hi = pow2_any(block_exp(pe_hi[blk]) - 1), u_lo = pow2_any(block_exp(pe_lo[blk]) - 1);
+                    [[unroll]] for (int dt = 0; dt < DT; dt++) {
+                        VMAT8 vb;
+                        coopMatLoad(vb, sV, uint(dt * PN * VSTR + blk * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                        IACC f = coopMatMulAdd(pa[blk], vb, IACC(0x4B400000));
+                        [[unroll]] for (int i = 0; i < NE_O; i++) {
+                            float u = code_low(o_code(i)) ? u_lo : u_hi;
+                            if (v_wide) u *= vscale[(v_row0 + uint(dt * PN + code_col(o_code(i))) + 2u * t4) * (pc.nk_pad / 32u) + j0 / 32u + uint(blk)];
+                            oacc[rb * DT + dt][i] = fma(int_sum(f[i]), u, oacc[rb * DT + dt][i]);
+                        }
+                    }
+                }
+            }
+#endif
         }
-#else
-        // MMA_SUM: the row sums of the tile's P^ (times 2^12) as rsum = P^ ones, summing the fp16
-        // A elements the P V products use (P^ exactly for E2M1 blocks down to 2^-36 and E4M3
-        // blocks down to about 2^-20; see P_SCALE, quantize_p8). One row's tile sum is exact
-        // in fp32 for E2M1 blocks within about 14 binades of each other; otherwise the matrix
-        // unit's fp32 accumulation rounds it, as it does O's. Either way only the order of l's
-        // fp32 summation differs from the reference.
-        OACC rsum = OACC(0.0);
+
+#ifndef PV_INT8
+        // O += P^ V, each V fragment serving every row block. MMA_SUM: the row sums of the tile's
+        // P^ (times 2^12) as rsum = P^ ones, summing the fp16 A elements the P V products use (P^
+        // exactly for E2M1 blocks down to 2^-36 and E4M3 blocks down to about 2^-20; see P_SCALE,
+        // quantize_p8). One row's tile sum is exact in fp32 for E2M1 blocks within about 14
+        // binades of each other; otherwise the matrix unit's fp32 accumulation rounds it, as it
+        // does O's. Either way only the order of l's fp32 summation differs from the reference.
+        OACC rsum[RB];
+        [[unroll]] for (int rb = 0; rb < RB; rb++) rsum[rb] = OACC(0.0);
         VMAT ones = VMAT(float16_t(1.0)); // not const: glslang mishandles const coopmat values
         [[unroll]] for (int kp = 0; kp < BC / 16; kp++) {
-            PMAT pa;
-            [[unroll]] for (int i = 0; i < 8; i++) {
-                const int c = a_code(i);
-                pa[i] = float16_t(s[SN == 16 ? kp : 2 * kp + (c >> 2)][s_index(c)]);
+            PMAT pa[RB];
+            [[unroll]] for (int rb = 0; rb < RB; rb++) {
+                [[unroll]] for (int i = 0; i < 8; i++) {
+                    const int c = a_code(i);
+                    pa[rb][i] = float16_t(s[rb * KT + (SN == 16 ? kp : 2 * kp + (c >> 2))][s_index(c)]);
+                }
             }
             [[unroll]] for (int dt = 0; dt < DT; dt++) {
                 VMAT vb;
                 coopMatLoad(vb, sV, uint(dt * PN * VSTR + kp * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                oacc[dt] = coopMatMulAdd(pa, vb, oacc[dt]);
+                [[unroll]] for (int rb = 0; rb < RB; rb++) oacc[rb * DT + dt] = coopMatMulAdd(pa[rb], vb, oacc[rb * DT + dt]);
             }
-            if (MMA_SUM) rsum = coopMatMulAdd(pa, ones, rsum);
+            if (MMA_SUM) [[unroll]] for (int rb = 0; rb < RB; rb++) rsum[rb] = coopMatMulAdd(pa[rb], ones, rsum[rb]);
         }
         if (MMA_SUM) { // any element of the lane's row g (row g + 8) holds that row's sum
-            float sum_hi = 0.0, sum_lo = 0.0;
-            [[unroll]] for (int i = NE_O - 1; i >= 0; i--) {
-                if (code_low(o_code(i))) sum_lo = rsum[i];
-                else sum_hi = rsum[i];
+            [[unroll]] for (int rb = 0; rb < RB; rb++) {
+                float sum_hi = 0.0, sum_lo = 0.0;
+                [[unroll]] for (int i = NE_O - 1; i >= 0; i--) {
+                    if (code_low(o_code(i))) sum_lo = rsum[rb][i];
+                    else sum_hi = rsum[rb][i];
+                }
+                if (mn_hi[rb] != NEG_INF) l_hi[rb] = alpha_hi[rb] * l_hi[rb] + sum_hi;
+                if (mn_lo[rb] != NEG_INF) l_lo[rb] = alpha_lo[rb] * l_lo[rb] + sum_lo;
             }
-            if (mn_hi != NEG_INF) l_hi = alpha_hi * l_hi + sum_hi;
-            if (mn_lo != NEG_INF) l_lo = alpha_lo * l_lo + sum_lo;
         }
 #endif
     }
 
     // O = acc * vscale / l (both in units of 2^-12); MMA_SUM's l is already the row's sum
-    if (!MMA_SUM) {
-        l_hi = quad_sum(l_hi);
-        l_lo = quad_sum(l_lo);
-    }
-    const float inv_hi = m_hi == NEG_INF ? 0.0 : 1.0 / l_hi;
-    const float inv_lo = m_lo == NEG_INF ? 0.0 : 1.0 / l_lo;
-    [[unroll]] for (int dt = 0; dt < DT; dt++) {
-        [[unroll]] for (int i = 0; i < NE_O; i++) {
-            const bool lo = code_low(o_code(i));
-            const uint row = lo ? row_lo : row_hi, c = uint(dt * PN + code_col(o_code(i))) + 2u * t4;
-#ifdef PV_INT8
-            const uint cm = vcol[v_row0 + c];
-            const float vs = cm == 0u ? 0.0 : pow2_any(int(cm) - 132); // the column's unit 2^(E - 4)
-#else
-            const float vs = vscale[v_row0 + c];
-#endif
-            if (row < pc.nq) o[pc.o_offset + (bh * pc.nq + row) * uint(D) + c] = oacc[dt][i] * vs * (lo ? inv_lo : inv_hi);
+    [[unroll]] for (int rb = 0; rb < RB; rb++) {
+        if (!MMA_SUM) {
+            l_hi[rb] = quad_sum(l_hi[rb]);
+            l_lo[rb] = quad_sum(l_lo[rb]);
         }
-    }
-    if (t4 == 0u) {
-        if (row_hi < pc.nq) lse[pc.lse_offset + bh * pc.nq + row_hi] = m_hi == NEG_INF ? NEG_INF : m_hi * (1.0 / LOG2E) + log(l_hi * (1.0 / P_SCALE));
-        if (row_lo < pc.nq) lse[pc.lse_offset + bh * pc.nq + row_lo] = m_lo == NEG_INF ? NEG_INF : m_lo * (1.0 / LOG2E) + log(l_lo * (1.0 / P_SCALE));
+        const float inv_hi = m_hi[rb] == NEG_INF ? 0.0 : 1.0 / l_hi[rb];
+        const float inv_lo = m_lo[rb] == NEG_INF ? 0.0 : 1.0 / l_lo[rb];
+        [[unroll]] for (int dt = 0; dt < DT; dt++) {
+            [[unroll]] for (int i = 0; i < NE_O; i++) {
+                const bool lo = code_low(o_code(i));
+                const uint row = lo ? row_lo[rb] : row_hi[rb], c = uint(dt * PN + code_col(o_code(i))) + 2u * t4;
+#ifdef PV_INT8
+                const uint cm = vcol[v_row0 + c];
+                const float vs = cm == 0u ? 0.0 : pow2_any(int(cm) - 132); // the column's unit 2^(E - 4)
+#else
+                const float vs = vscale[v_row0 + c];
+#endif
+                if (row < pc.nq) o[pc.o_offset + (bh * pc.nq + row) * uint(D) + c] = oacc[rb * DT + dt][i] * vs * (lo ? inv_lo : inv_hi);
+            }
+        }
+        if (t4 == 0u) {
+            if (row_hi[rb] < pc.nq)
+                lse[pc.lse_offset + bh * pc.nq + row_hi[rb]] = m_hi[rb] == NEG_INF ? NEG_INF : m_hi[rb] * (1.0 / LOG2E) + log(l_hi[rb] * (1.0 / P_SCALE));
+            if (row_lo[rb] < pc.nq)
+                lse[pc.lse_offset + bh * pc.nq + row_lo[rb]] = m_lo[rb] == NEG_INF ? NEG_INF : m_lo[rb] * (1.0 / LOG2E) + log(l_lo[rb] * (1.0 / P_SCALE));
+        }
     }
 }

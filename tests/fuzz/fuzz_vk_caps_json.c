@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             o.khr_built = o.khr_smem_built = o.intdot_built = 1;
             o.kernel = kernels[k];
             o.disable_coopmat = d == 256;
-            const vk_select_call call = {d, 64, 1, 0};
+            const vk_select_call call = {d, 64, 1, 0, 0};
             vk_plan p;
             vk_select(&caps, &call, &o, &p);
             if (!p.variant || !p.reason[0] || !memchr(p.reason, 0, sizeof p.reason) || p.local_size == 0) abort();

@@ -150,6 +150,30 @@ static void shape_text(const vk_coopmat_shape *s, char *out, size_t size)
     else snprintf(out, size, "%ux%ux%u", s->m, s->n, s->k);
 }
 
+/* The register kernels' rows per workgroup: 16-row blocks x subgroups (two blocks per
+ * subgroup only at D = 64 on int8 S with fp16 P V and no causal mask). */
+static void test_register_rows(void **state)
+{
+    (void)state;
+    static const struct { int64_t d; int causal; const char *kernel; uint32_t rows, blocks; } want[] = {
+        {128, 0, "coopmat-khr-i8", 128, 1},  {64, 0, "coopmat-khr-i8", 128, 2}, {64, 1, "coopmat-khr-i8", 64, 1},
+        {64, 0, "coopmat-khr-i8pv", 64, 1}, {64, 0, "coopmat-khr-f16", 64, 1}, {128, 0, "coopmat-khr-f16", 128, 1},
+    };
+    vk_caps caps;
+    load_profile("nvidia-h200", &caps);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        vk_select_opts o = all_built();
+        o.kernel = want[i].kernel;
+        const vk_select_call call = {want[i].d, 64, 1, 0, want[i].causal};
+        vk_plan p;
+        vk_select(&caps, &call, &o, &p);
+        assert_string_equal(p.variant, want[i].kernel);
+        assert_int_equal(p.rows_per_group, want[i].rows);
+        assert_int_equal(p.tune[0], want[i].blocks);
+        assert_int_equal(p.rows_per_group, p.subgroups * 16u * p.tune[0]);
+    }
+}
+
 static void test_profiles_plans(void **state)
 {
     (void)state;
@@ -163,7 +187,7 @@ static void test_profiles_plans(void **state)
         o.kernel = e->kernel;
         o.disable_coopmat = e->disable_coopmat;
         o.disable_int_dot = e->disable_int_dot;
-        const vk_select_call call = {e->d, 64, 1, 0};
+        const vk_select_call call = {e->d, 64, 1, 0, 0};
         vk_plan p;
         vk_select(&caps, &call, &o, &p);
         char s[24], pv[24];
@@ -213,7 +237,7 @@ static void test_mxfp8_pv_plans(void **state)
         load_profile(cases[i].profile, &caps);
         vk_select_opts o = all_built();
         o.kernel = cases[i].kernel;
-        const vk_select_call call = {128, 64, 1, 1};
+        const vk_select_call call = {128, 64, 1, 1, 0};
         vk_plan p;
         vk_select(&caps, &call, &o, &p);
         if (strcmp(p.variant, cases[i].variant) != 0 || (cases[i].why && !strstr(p.reason, cases[i].why)))
@@ -241,7 +265,7 @@ static void test_plans_fit_the_device_limits(void **state)
                     if (assumed) assume_features(&caps);
                     vk_select_opts o = all_built();
                     o.kernel = kernels[k];
-                    const vk_select_call call = {d, 64, 1, 0};
+                    const vk_select_call call = {d, 64, 1, 0, 0};
                     vk_plan p;
                     vk_select(&caps, &call, &o, &p);
                     const int fits = p.local_size >= 1 && p.local_size <= caps.max_invocations &&
@@ -465,7 +489,7 @@ static void test_missing_toolchain_reason(void **state)
     vk_select_opts o = all_built();
     o.khr_built = o.khr_smem_built = 0;
     o.khr_missing = "no glslang >= 13 found (test)";
-    const vk_select_call call = {128, 64, 1, 0};
+    const vk_select_call call = {128, 64, 1, 0, 0};
     vk_plan p;
     vk_select(&c, &call, &o, &p);
     assert_string_equal(p.variant, "intdot");
@@ -520,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_profiles_read),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_profiles_plans),
+        cmocka_unit_test(test_register_rows),
         cmocka_unit_test(test_mxfp8_pv_plans),
         cmocka_unit_test(test_plans_fit_the_device_limits),
         cmocka_unit_test(test_lavapipe_profile_matches_probe),
