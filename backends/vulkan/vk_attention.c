@@ -223,9 +223,13 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     if ((st = vk_batch_fill(batch, &w[W_VMAX], L->size[W_VMAX]))) return st;
     const vk_buffer *bq[3] = {cb->in[IN_Q], &w[W_QP], &w[W_QS]}, *bk[3] = {cb->in[IN_K], &w[W_KP], &w[W_KS]};
     const vk_buffer *bv[5] = {cb->in[IN_V], &w[W_VP], &w[W_VS], &w[W_VMAX], keylen};
-    if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * h * nq_pad, d, bq, &pq, sizeof pq)) ||
-        (st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * hkv * nk_pad, d, bk, &pk, sizeof pk)))
-        return st;
+    /* Q's, K's and V's first prep dispatch are independent: they run without barriers between
+     * them (one pipeline drain and fill instead of three); the first V pass's barrier orders all
+     * three before what reads them */
+    batch->overlap = 1;
+    if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * h * nq_pad, d, bq, &pq, sizeof pq))) return st;
+    batch->overlap = 1;
+    if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * hkv * nk_pad, d, bk, &pk, sizeof pk))) return st;
     spec_d[13] = (int32_t)(extras & 4u); /* prep_v: the key lengths only */
     vk_grid_1d(b * hkv * (nk_pad / 32) * d, 64, &gx, &gy); /* prep_v: an invocation per column and block of 32 tokens */
     if (kern.prep_v == VK_K_PREP_V_F16 || kern.prep_v == VK_K_PREP_V_I8A) { /* pass 0: each V column's largest block exponent */

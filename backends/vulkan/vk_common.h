@@ -229,6 +229,7 @@ typedef struct vk_batch {
     int timed;   /* timestamps written around the batch */
     int sets_used;
     int stamps;  /* timestamps written so far */
+    int overlap; /* the next dispatch gets no barrier after it: the one after it does not read its writes */
     vk_kernel kernels[VK_MAX_TIMESTAMPS];
 } vk_batch;
 int vk_kernel_available(vk_kernel kernel);

@@ -225,6 +225,7 @@ mxa_status vk_batch_begin(vk_device *dev, int timed, vk_batch *batch)
     batch->cmd = dev->cmd;
     batch->timed = timed && dev->timestamps;
     batch->sets_used = 0;
+    batch->overlap = 0;
     VkResult r = dev->push_descriptors ? VK_SUCCESS : vkResetDescriptorPool(dev->device, dev->desc_pool, 0);
     if (r == VK_SUCCESS) r = vkResetCommandBuffer(dev->cmd, 0); /* also ends a batch abandoned on an error */
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -321,7 +322,8 @@ mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t sp
     }
     if (push_size) vkCmdPushConstants(cmd, dev->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
     vkCmdDispatch(cmd, gx, gy, gz);
-    barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+    if (!batch->overlap) barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT);
+    batch->overlap = 0;
     if (batch->timed && batch->stamps < VK_MAX_TIMESTAMPS - 1) { /* per-dispatch times for the debug log */
         batch->kernels[batch->stamps] = kernel;
         vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, dev->timestamps, (uint32_t)batch->stamps++);
