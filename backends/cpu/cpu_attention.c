@@ -24,12 +24,12 @@ typedef struct scratch {
     uint32_t *qp;  /* [dblk][8][16] */
     float *qsc;    /* [dblk][16] */
     float *s;      /* [bc][16] scores, then P */
-    uint32_t *pp;  /* [bc/32][8][16] */
+    uint32_t *pp;  /* [bc/32][8][16], or the fused form's [chains][bc/32][8][16] */
     float *psc;    /* [bc/32][16] */
     float *acc;    /* [d][16] */
     float *pv;     /* [d][16] */
     uint32_t *qp8; /* [d/4][16] fused Q */
-    float *qsc8;   /* [16] fused Q scale, then [16] fused P^ scale */
+    float *qsc8;   /* [16] fused Q scale, then [CPU_FUSED_CHAINS][16] fused P^ units */
 } scratch;
 
 /* A bias or mask as the attention pass reads it: dense [b|1, h|1, nq, nk] on the host. */
@@ -56,8 +56,9 @@ static size_t up64(size_t n)
 static size_t scratch_layout(int64_t d, int bc, char *base, scratch *s)
 {
     const size_t sizes[10] = {(size_t)d * L * 4, (size_t)d / 32 * CPU_WORDS * L * 4, (size_t)d / 32 * L * 4,
-                              (size_t)bc * L * 4, (size_t)bc / 32 * CPU_WORDS * L * 4, (size_t)bc / 32 * L * 4,
-                              (size_t)d * L * 4, (size_t)d * L * 4, (size_t)d * L, 2 * L * 4};
+                              (size_t)bc * L * 4, (size_t)bc / 32 * CPU_WORDS * L * 4 * CPU_FUSED_CHAINS,
+                              (size_t)bc / 32 * L * 4, (size_t)d * L * 4, (size_t)d * L * 4, (size_t)d * L,
+                              (1 + CPU_FUSED_CHAINS) * L * 4};
     void *parts[10];
     size_t off = 0;
     for (int i = 0; i < 10; i++) {
@@ -168,7 +169,7 @@ static void attention_task(void *ctx, int64_t item, int worker)
         kern->softmax(&sa);
         if (fp8_p) cpu_fp8_quantize_p(sc.s, blocks, desc->placement == MXA_PLACEMENT_PNQ, l_old, alpha, l);
         if (fused_p) {
-            const cpu_pv_fused_args fa = {sc.pp, sc.qsc8 + L, hd->vt8 + j0 * d, bc, hd->vsc8 + j0 / bc,
+            const cpu_pv_fused_args fa = {sc.pp, sc.qsc8 + L, fused_p, hd->vt8 + j0 * d, bc, hd->vsc8 + j0 / bc,
                                           p->nk_pad / bc, blocks * CPU_WORDS, (int)d, alpha, sc.acc};
             kern->pv_fused(&fa);
         } else if (p->pv_int) {

@@ -121,20 +121,23 @@ static void amx_qk_fused(const cpu_qk_fused_args *a)
 static void amx_pv_fused(const cpu_pv_fused_args *a)
 {
     int32_t cbuf[16 * CPU_LANES] __attribute__((aligned(64)));
-    const __m512 alpha = _mm512_loadu_ps(a->alpha), ps = _mm512_loadu_ps(a->psc8);
+    const __m512 alpha = _mm512_loadu_ps(a->alpha);
     /* alpha = 1 in every row (no row's maximum moved): alpha O~ = O~ exactly, so skip the product */
     const int rescale = _mm512_cmp_ps_mask(alpha, _mm512_set1_ps(1.0f), _CMP_NEQ_UQ) != 0;
     amx_configure(a->words);
-    amx_load_b(a->pp, a->words);
-    for (int c = 0; c < a->d; c += 16) {
-        amx_product(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words, 0);
-        _tile_stored(0, cbuf, 64);
-        for (int r = 0; r < 16; r++) {
-            float *o = a->acc + (c + r) * CPU_LANES;
-            const __m512 sc = _mm512_mul_ps(ps, _mm512_set1_ps(a->vsc[(c + r) * a->vsc_stride]));
-            const __m512 o0 = rescale ? _mm512_mul_ps(alpha, _mm512_loadu_ps(o)) : _mm512_loadu_ps(o);
-            /* the product is exact (< 2^24 times a power of two), so the fma rounds once, as the reference's sum */
-            _mm512_storeu_ps(o, _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cbuf + r * CPU_LANES)), sc, o0));
+    for (int ch = 0; ch < a->chains; ch++) { /* one pass over O~ per chain: a second is rare */
+        const __m512 ps = _mm512_loadu_ps(a->psc8 + ch * CPU_LANES);
+        amx_load_b(a->pp + (size_t)ch * a->words * CPU_LANES, a->words);
+        for (int c = 0; c < a->d; c += 16) {
+            amx_product(a->vt + c * a->vt_stride, (long)a->vt_stride, a->words, 0);
+            _tile_stored(0, cbuf, 64);
+            for (int r = 0; r < 16; r++) {
+                float *o = a->acc + (c + r) * CPU_LANES;
+                const __m512 sc = _mm512_mul_ps(ps, _mm512_set1_ps(a->vsc[(c + r) * a->vsc_stride]));
+                const __m512 o0 = rescale && ch == 0 ? _mm512_mul_ps(alpha, _mm512_loadu_ps(o)) : _mm512_loadu_ps(o);
+                /* the product is exact (< 2^24 times a power of two), so the fma rounds once, as the reference's sum */
+                _mm512_storeu_ps(o, _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cbuf + r * CPU_LANES)), sc, o0));
+            }
         }
     }
 }

@@ -91,6 +91,34 @@ static inline __m512i code_shift(__m512i e, __m512i emin, int limit)
     return _mm512_max_epi32(_mm512_min_epi32(_mm512_sub_epi32(e, emin), _mm512_set1_epi32(limit)), _mm512_setzero_si512());
 }
 
+/* Where a P^ block's codes go in the fused form of `chains` chains (0: none): its
+ * chain (e - emin) / (CPU_FUSED_SHIFT_P + 1) in *chain, and the shift left onto that
+ * chain's unit, the rest, returned. */
+static inline __m512i p_chain_shift(__m512i e, __m512i emin, int chains, __m512i *chain)
+{
+    const __m512i step = _mm512_set1_epi32(CPU_FUSED_SHIFT_P + 1);
+    __m512i sh = code_shift(e, emin, chains ? (CPU_FUSED_SHIFT_P + 1) * chains - 1 : 0), c = _mm512_setzero_si512();
+    for (int k = 1; k < chains; k++) {
+        const __mmask16 up = _mm512_cmpge_epi32_mask(sh, step);
+        c = _mm512_mask_add_epi32(c, up, c, _mm512_set1_epi32(1));
+        sh = _mm512_mask_sub_epi32(sh, up, sh, step);
+    }
+    *chain = c;
+    return sh;
+}
+
+/* A word of shifted P^ codes into its chain's words, zeros into the other chains'
+ * (chain_words apart). */
+static inline void store_p_word(uint32_t *pp, size_t chain_words, __m512i word, __m512i chain, int chains)
+{
+    if (chains <= 1) {
+        _mm512_storeu_si512(pp, word);
+        return;
+    }
+    for (int c = 0; c < chains; c++)
+        _mm512_storeu_si512(pp + c * chain_words, _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(chain, _mm512_set1_epi32(c)), word));
+}
+
 /* Twice the E2M1 rounding, given w = 2 |x| 2^-e (see cpu_lanes.h round2). */
 static inline __m512 round2_512(__m512 w)
 {
@@ -236,27 +264,29 @@ static unsigned cpu_avx512_quantize_fused(const float *x, int nblk, cpu_rule rul
 }
 
 /* The shared exponents of a tile's P^ blocks from their P~ maxima (bits, >= 0),
- * and whether the fused form holds: every row's non-zero block exponents
- * within CPU_FUSED_SHIFT_P of its smallest (then stored in psc8), none NaN. */
+ * and the fused form's chain count (0: none): every row's non-zero block exponents
+ * within CPU_FUSED_CHAINS chains of CPU_FUSED_SHIFT_P + 1 binades from its smallest,
+ * which is at least 2^-60, none NaN. Each chain's unit goes to psc8. */
 static int p_exponents(const cpu_softmax_args *a, const __m512i *mx, int blocks, __m512i *e, __m512i *emin_out)
 {
     __m512i emin, emax;
     const __mmask16 bad = block_exponents(mx, blocks, a->rule, e, &emin, &emax);
     *emin_out = emin;
-    const __mmask16 ok = (__mmask16)~bad &
-                         _mm512_cmple_epi32_mask(_mm512_sub_epi32(emax, emin), _mm512_set1_epi32(CPU_FUSED_SHIFT_P)) &
-                         _mm512_cmpge_epi32_mask(emin, _mm512_set1_epi32(-60));
-    const int fused = a->fuse && ok == 0xffff;
-    if (fused) _mm512_storeu_ps(a->psc8, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(emin)));
-    return fused;
+    const int chains = _mm512_reduce_max_epi32(_mm512_sub_epi32(emax, emin)) / (CPU_FUSED_SHIFT_P + 1) + 1;
+    if (!a->fuse || bad || chains > CPU_FUSED_CHAINS || _mm512_cmplt_epi32_mask(emin, _mm512_set1_epi32(-60))) return 0;
+    for (int c = 0; c < chains; c++)
+        _mm512_storeu_ps(a->psc8 + c * CPU_LANES, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_add_epi32(
+                                                      emin, _mm512_set1_epi32(c * (CPU_FUSED_SHIFT_P + 1))))));
+    return chains;
 }
 
 /* P^ of one 32-key block with shared exponent e from P~ stored in p. Adds the
  * decoded values to sum_h in key order; NaN propagates. */
 static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b, __m512i e, __m512 sum_h,
-                                      __m512i emin, int fused)
+                                      __m512i emin, int chains, size_t chain_words)
 {
-    const __m512i sh = code_shift(e, emin, fused ? CPU_FUSED_SHIFT_P : 0);
+    __m512i chain;
+    const __m512i sh = p_chain_shift(e, emin, chains, &chain);
     const __m512 to_w = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_set1_epi32(1), e));
     const __m512 half = _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(1))));
     _mm512_storeu_ps(a->psc + b * CPU_LANES, _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(e)));
@@ -272,7 +302,7 @@ static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b
             sum_h = _mm512_add_ps(sum_h, dec);
             if (a->want_float) _mm512_storeu_ps(row, dec);
         }
-        _mm512_storeu_si512(pp + t * CPU_LANES, word);
+        store_p_word(pp + t * CPU_LANES, chain_words, word, chain, chains);
     }
     return sum_h;
 }
@@ -297,9 +327,10 @@ static const int32_t p_lut_code[32] __attribute__((aligned(64))) = {
  * (P~ = e^(s - mnew), never formed). Returns the block's row sum of P^; *chk
  * turns NaN where a score is NaN or m' and a score are +Inf. */
 static inline __m512 quantize_p_block_scores(const cpu_softmax_args *a, const float *s, int b, __m512i e, __m512i emin,
-                                             int fused, __m512 mnew, __m512 *chk)
+                                             int chains, size_t chain_words, __m512 mnew, __m512 *chk)
 {
-    const __m512i sh = code_shift(e, emin, fused ? CPU_FUSED_SHIFT_P : 0);
+    __m512i chain;
+    const __m512i sh = p_chain_shift(e, emin, chains, &chain);
     const __m512 c7 = _mm512_set1_ps(7.0f * 1.44269504088896341f), top = _mm512_set1_ps(31.5f), zero = _mm512_setzero_ps();
     const __m512 at = _mm512_cvtepi32_ps(_mm512_mullo_epi32(_mm512_sub_epi32(_mm512_set1_epi32(2), e), _mm512_set1_epi32(7)));
     const __m512 b0 = _mm512_load_ps(p_lut_bound), b1 = _mm512_load_ps(p_lut_bound + 16);
@@ -327,7 +358,7 @@ static inline __m512 quantize_p_block_scores(const cpu_softmax_args *a, const fl
         /* codes <= 12 shifted by <= 4 stay within their byte: the word shifts as a whole */
         const __m512i word = _mm512_ternarylogic_epi32(_mm512_ternarylogic_epi32(d[0], d[1], d[2], 0xfe), d[3], d[3], 0xfc);
         codes = _mm512_dpbusd_epi32(codes, word, _mm512_set1_epi32(0x01010101)); /* the four codes' sum */
-        _mm512_storeu_si512(pp + t * CPU_LANES, _mm512_sllv_epi32(word, sh));
+        store_p_word(pp + t * CPU_LANES, chain_words, _mm512_sllv_epi32(word, sh), chain, chains);
     }
     *chk = nan;
     /* the block's doubled codes sum exactly (<= 384); P^ = code 2^(e - 1) */
@@ -356,10 +387,11 @@ static int softmax_pnq_one_pass(const cpu_softmax_args *a, const softmax_tile *t
     for (int b = 0; b < t->blocks; b++)
         mx[b] = _mm512_castps_si512(exp512(_mm512_sub_ps(t->bmax[b], t->mnew)));
     const int fused = p_exponents(a, mx, t->blocks, e, &emin);
+    const size_t chain_words = (size_t)t->blocks * CPU_WORDS * CPU_LANES;
     __m512 sum_h = _mm512_setzero_ps(), chk = _mm512_setzero_ps();
     for (int b = 0; b < t->blocks; b++)
         sum_h = _mm512_add_ps(sum_h, quantize_p_block_scores(a, a->s + (size_t)b * 32 * CPU_LANES, b, e[b], emin, fused,
-                                                             t->mnew, &chk));
+                                                             chain_words, t->mnew, &chk));
     if (_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q)) return 0;
     if (a->fused) *a->fused = fused;
     _mm512_storeu_ps(a->l, _mm512_add_ps(_mm512_mul_ps(t->alpha, _mm512_loadu_ps(a->l)), sum_h));
@@ -394,7 +426,7 @@ static void softmax_two_pass(const cpu_softmax_args *a, const softmax_tile *t)
         }
         mxs[b] = mx;
     }
-    const int fused = a->quant_p && p_exponents(a, mxs, blocks, e, &emin);
+    const int fused = a->quant_p ? p_exponents(a, mxs, blocks, e, &emin) : 0;
     if (a->fused) *a->fused = fused;
     /* pass 2: P^ codes and the row sum of the decoded values, in key order */
     for (int b = 0; b < blocks && a->quant_p; b++) {
@@ -409,7 +441,7 @@ static void softmax_two_pass(const cpu_softmax_args *a, const softmax_tile *t)
             if (a->want_float) memcpy(p, dec, sizeof dec);
             continue;
         }
-        sum_h = quantize_p_block(a, p, b, e[b], sum_h, emin, fused);
+        sum_h = quantize_p_block(a, p, b, e[b], sum_h, emin, fused, (size_t)blocks * CPU_WORDS * CPU_LANES);
     }
     if (!a->quant_p) sum_h = sum_t;
     const __m512 add = (a->pnq || !a->quant_p) ? sum_h : sum_t;
@@ -529,23 +561,28 @@ static void cpu_avx512_pv_int(const cpu_pv_int_args *a)
 
 static void cpu_avx512_pv_fused(const cpu_pv_fused_args *a)
 {
-    const __m512 alpha = _mm512_loadu_ps(a->alpha), ps = _mm512_loadu_ps(a->psc8);
+    const __m512 alpha = _mm512_loadu_ps(a->alpha);
     for (int c = 0; c < a->d; c += 8) {
-        __m512i acc[8];
-        for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_si512();
+        __m512 o[8];
+        for (int r = 0; r < 8; r++) o[r] = _mm512_mul_ps(alpha, _mm512_loadu_ps(a->acc + (c + r) * CPU_LANES));
         const int8_t *v = a->vt + c * a->vt_stride;
-        for (int b = 0; b < a->words / CPU_WORDS; b++) /* blocks of 8 words: the inner loop unrolls */
-            for (int t = 0; t < CPU_WORDS; t++) {
-                const int w = b * CPU_WORDS + t;
-                const __m512i p = _mm512_loadu_si512(a->pp + (size_t)w * CPU_LANES);
-                for (int r = 0; r < 8; r++) acc[r] = _mm512_dpbusd_epi32(acc[r], p, bcast_word(v + r * a->vt_stride + 4 * w));
+        for (int ch = 0; ch < a->chains; ch++) {
+            const uint32_t *pp = a->pp + (size_t)ch * a->words * CPU_LANES;
+            __m512i acc[8];
+            for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_si512();
+            for (int b = 0; b < a->words / CPU_WORDS; b++) /* blocks of 8 words: the inner loop unrolls */
+                for (int t = 0; t < CPU_WORDS; t++) {
+                    const int w = b * CPU_WORDS + t;
+                    const __m512i p = _mm512_loadu_si512(pp + (size_t)w * CPU_LANES);
+                    for (int r = 0; r < 8; r++) acc[r] = _mm512_dpbusd_epi32(acc[r], p, bcast_word(v + r * a->vt_stride + 4 * w));
+                }
+            const __m512 ps = _mm512_loadu_ps(a->psc8 + ch * CPU_LANES);
+            for (int r = 0; r < 8; r++) {
+                const __m512 sc = _mm512_mul_ps(ps, _mm512_set1_ps(a->vsc[(c + r) * a->vsc_stride]));
+                o[r] = _mm512_add_ps(o[r], _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r]), sc)); /* the product is exact */
             }
-        for (int r = 0; r < 8; r++) {
-            float *o = a->acc + (c + r) * CPU_LANES;
-            const __m512 sc = _mm512_mul_ps(ps, _mm512_set1_ps(a->vsc[(c + r) * a->vsc_stride]));
-            const __m512 pv = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r]), sc); /* exact */
-            _mm512_storeu_ps(o, _mm512_add_ps(_mm512_mul_ps(alpha, _mm512_loadu_ps(o)), pv));
         }
+        for (int r = 0; r < 8; r++) _mm512_storeu_ps(a->acc + (c + r) * CPU_LANES, o[r]);
     }
 }
 

@@ -21,6 +21,9 @@
 #define CPU_Q_OFFSET 12   /* Q codes + 12 are unsigned: u8 x s8 dot products */
 #define CPU_FUSED_SHIFT 3  /* codes << 3 still fit a byte: |12 << 3| = 96 */
 #define CPU_FUSED_SHIFT_P 4 /* P^ codes are unsigned (u8 operand): 12 << 4 = 192 */
+/* A row whose P^ blocks span more than CPU_FUSED_SHIFT_P binades splits them over
+ * chains of CPU_FUSED_SHIFT_P + 1 binades each, one integer product per chain */
+#define CPU_FUSED_CHAINS 3
 #define CPU_FUSED_OFFSET 96
 #define CPU_FUSED_MAX_BC 256 /* 256 keys * 192 * 96 < 2^24 */
 
@@ -52,9 +55,10 @@ typedef struct cpu_softmax_args {
     cpu_rule rule;
     uint32_t *pp; /* [blocks][8][16] P^ codes when quant_p */
     float *psc;   /* [blocks][16] 2^e of each P^ block when quant_p */
-    int fuse;     /* try the fused form: pp shifted to each row's smallest exponent (span <= CPU_FUSED_SHIFT_P) */
-    float *psc8;  /* [16] 2^(smallest e) when *fused is set */
-    int *fused;   /* out: 1 if pp holds the fused form */
+    int fuse;     /* try the fused form: pp as chains of codes shifted onto a unit per row (see pv_fused) */
+    float *psc8;  /* [chains][16] each chain's unit 2^(smallest e + 5 chain) when *fused is set */
+    int *fused;   /* out: the chain count (1..CPU_FUSED_CHAINS) if pp holds the fused form, else 0;
+                   * pp then holds [chains][blocks][8][16] words */
 } cpu_softmax_args;
 
 /* S = Q^ K^T for 16 query rows and `nkeys` keys (a multiple of 8). */
@@ -99,12 +103,15 @@ typedef struct cpu_pv_int_args {
     float *pv;  /* [d][16] scratch */
 } cpu_pv_int_args;
 
-/* acc = alpha * acc + P^ V^ as one integer dot per (row, column) over the
- * tile: P^ and V^ codes pre-shifted as in cpu_qk_fused_args, P^ (unsigned) by
- * up to CPU_FUSED_SHIFT_P (|sum| < 2^24 for tiles of <= 256 keys). */
+/* acc = alpha * acc + P^ V^ as one integer dot per (row, column) and chain over
+ * the tile: V^ codes pre-shifted as in cpu_qk_fused_args; a row's P^ block
+ * with exponent e lies in chain c = (e - smallest e) / (CPU_FUSED_SHIFT_P + 1)
+ * (zeros in the other chains), its (unsigned) codes shifted left by the rest,
+ * so each chain's sum is exact (|sum| < 2^24 for tiles of <= 256 keys). */
 typedef struct cpu_pv_fused_args {
-    const uint32_t *pp; /* [words][16] */
-    const float *psc8;  /* [16] */
+    const uint32_t *pp; /* [chains][words][16] */
+    const float *psc8;  /* [chains][16] each chain's unit */
+    int chains;
     const int8_t *vt;   /* column c at vt + c * vt_stride, tile start */
     int64_t vt_stride;
     const float *vsc;   /* column c at vsc[c * vsc_stride]: 2^(smallest ev - 2) */

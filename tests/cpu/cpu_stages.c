@@ -45,8 +45,8 @@ typedef struct item { /* 64-byte aligned parts, as the worker's scratch */
     int32_t *kcorr;
     float *ksc, *vsc;
     _Alignas(64) float s[CPU_FUSED_MAX_BC * L];
-    _Alignas(64) float psc[CPU_FUSED_MAX_BC / 32 * L], psc8[L], alpha[L], m[L], l[L], acc[D * L];
-    _Alignas(64) uint32_t pp[CPU_FUSED_MAX_BC / 32 * CPU_WORDS * L];
+    _Alignas(64) float psc[CPU_FUSED_MAX_BC / 32 * L], psc8[CPU_FUSED_CHAINS * L], alpha[L], m[L], l[L], acc[D * L];
+    _Alignas(64) uint32_t pp[CPU_FUSED_CHAINS * CPU_FUSED_MAX_BC / 32 * CPU_WORDS * L];
     int keys;
 } item;
 
@@ -74,7 +74,7 @@ static double run(const cpu_kernels *kern, item *it, int stages, int reps)
                                          1, it->psc8, &fused};
             kern->softmax(&sa);
             if (stages < 3 || !fused) continue;
-            const cpu_pv_fused_args pa = {it->pp, it->psc8, it->vt + (size_t)j0 * D, bc, it->vsc + j0 / bc,
+            const cpu_pv_fused_args pa = {it->pp, it->psc8, fused, it->vt + (size_t)j0 * D, bc, it->vsc + j0 / bc,
                                           it->keys / bc, bc / 32 * CPU_WORDS, D, it->alpha, it->acc};
             kern->pv_fused(&pa);
         }

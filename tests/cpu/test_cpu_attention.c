@@ -190,6 +190,92 @@ static void test_softmax_p_codes(void **state)
     }
 }
 
+/* The fused P V of tiles whose P^ blocks span 0 to 20 binades in some row: the softmax
+ * reports the chains the widest row needs (CPU_FUSED_SHIFT_P + 1 binades each, none past
+ * CPU_FUSED_CHAINS), and pv_fused over them gives what the per-block pv_int gives on the
+ * unfused form of the same tile, to fp32 summation order (a block in the wrong chain or
+ * with the wrong shift is off by a factor of 2 or more). */
+static void test_softmax_p_chains(void **state)
+{
+    (void)state;
+    enum { BC = 256, NBLK = BC / 32, DV = 32 };
+    static const int vcodes[] = {0, 1, 2, 3, 4, 6, 8, 12};
+    static float s[BC * L], s1[BC * L], psc[NBLK * L], psc8[CPU_FUSED_CHAINS * L], acc[DV * L], acc1[DV * L], pvs[DV * L];
+    static uint32_t pp[CPU_FUSED_CHAINS * NBLK * CPU_WORDS * L], pp1[NBLK * CPU_WORDS * L];
+    static int8_t vt[DV * BC];
+    static float vsc[DV], vscb[DV * NBLK];
+    const mxa_rule rule = mxa_rule_uos();
+    tu_rng r = {31};
+    for (int isa = 0; isa < CPU_ISA_COUNT; isa++) {
+        if (!cpu_isa_supported((cpu_isa)isa) || !cpu_isa_kernels((cpu_isa)isa)->pv_fused) continue;
+        const cpu_kernels *k = cpu_isa_kernels((cpu_isa)isa);
+        int seen[CPU_FUSED_CHAINS + 1] = {0};
+        for (int rep = 0; rep < 84; rep++) {
+            const int spread = rep % 21, wide = (int)(tu_next(&r) % L); /* lane `wide` spans it all */
+            for (int l = 0; l < L; l++) {
+                const double base = 3.0 * tu_normal(&r);
+                for (int b = 0; b < NBLK; b++) {
+                    const int off = b == 0 ? 0 : (l == wide && b == 1 + rep % (NBLK - 1)) ? spread : (int)(tu_next(&r) % (spread + 1));
+                    for (int i = 0; i < 32; i++) {
+                        const double pt = ldexp(i == 0 ? 1.0 : exp2(-3.0 * tu_uniform(&r)), -off);
+                        s[(b * 32 + i) * L + l] = (float)(base + log(pt));
+                    }
+                }
+            }
+            for (int c = 0; c < DV; c++) {
+                vsc[c] = ldexpf(1.0f, c % 5 - 4);
+                for (int b = 0; b < NBLK; b++) vscb[c * NBLK + b] = vsc[c];
+                for (int j = 0; j < BC; j++) {
+                    const int v = vcodes[tu_next(&r) % 8];
+                    vt[c * BC + j] = (int8_t)((tu_next(&r) & 1) ? -v : v);
+                }
+            }
+            memcpy(s1, s, sizeof s);
+            int32_t lim[L];
+            float m[L], lsum[L], alpha[L], m1[L], lsum1[L], alpha1[L];
+            for (int l = 0; l < L; l++) lim[l] = BC - 1, m[l] = m1[l] = -INFINITY, lsum[l] = lsum1[l] = 0.0f;
+            int chains = -1;
+            const cpu_rule cr = cpu_rule_of(rule.kind, rule.q);
+            const cpu_softmax_args fa = {s, BC, lim, m, lsum, alpha, 1, 1, 0, cr, pp, psc, 1, psc8, &chains};
+            const cpu_softmax_args ua = {s1, BC, lim, m1, lsum1, alpha1, 1, 1, 0, cr, pp1, psc, 0, NULL, NULL};
+            k->softmax(&fa);
+            k->softmax(&ua);
+            /* the chains the unfused form's block exponents call for */
+            int span = 0;
+            for (int l = 0; l < L; l++) {
+                int lo = 1000, hi = -1000;
+                for (int b = 0; b < NBLK; b++) {
+                    const int e = ilogbf(psc[b * L + l]);
+                    lo = e < lo ? e : lo;
+                    hi = e > hi ? e : hi;
+                }
+                span = hi - lo > span ? hi - lo : span;
+            }
+            const int want = span / (CPU_FUSED_SHIFT_P + 1) + 1;
+            assert_int_equal(chains, want <= CPU_FUSED_CHAINS ? want : 0);
+            seen[chains]++;
+            if (!chains) continue;
+            for (int i = 0; i < DV * L; i++) acc[i] = acc1[i] = 0.0f;
+            const cpu_pv_fused_args pf = {pp, psc8, chains, vt, BC, vsc, 1, NBLK * CPU_WORDS, DV, alpha, acc};
+            const cpu_pv_int_args pi = {pp1, psc, vt, BC, vscb, NBLK, NBLK, DV, alpha1, acc1, pvs};
+            k->pv_fused(&pf);
+            k->pv_int(&pi);
+            for (int c = 0; c < DV; c++)
+                for (int l = 0; l < L; l++) {
+                    double mag = 0.0; /* the sum of the terms' magnitudes bounds fp32 summation error */
+                    for (int j = 0; j < BC; j++) {
+                        const int code = (int)(pp1[((j / 32) * CPU_WORDS + (j % 32) / 4) * L + l] >> (8 * (j % 4)) & 0xffu);
+                        mag += fabs((double)code * psc[(j / 32) * L + l] * vt[c * BC + j] * vsc[c]);
+                    }
+                    assert_true(fabs((double)acc[c * L + l] - (double)acc1[c * L + l]) <= 32.0 * 0x1p-24 * mag);
+                }
+        }
+        printf("  %-8s tiles by chain count (0: per-block form): %d %d %d %d\n", isa_env[isa], seen[0], seen[1], seen[2],
+               seen[3]);
+        for (int c = 0; c <= CPU_FUSED_CHAINS; c++) assert_true(seen[c] > 0);
+    }
+}
+
 /* Every ISA's tile transpose against its definition: whole and partial 16 x 16 blocks, rows past
  * `valid` read as zero, destination words outside the transposed ones untouched, any alignment. */
 static void test_transpose(void **state)
@@ -438,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_rotate_tiles),
         cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_softmax_p_codes),
+        cmocka_unit_test(test_softmax_p_chains),
         cmocka_unit_test(test_quantize_api),
         cmocka_unit_test(test_attention_matches_reference),
         cmocka_unit_test(test_threads_deterministic),
