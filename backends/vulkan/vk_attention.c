@@ -258,12 +258,11 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
             spec[5] = (int32_t)plan->rows_per_group;
             for (int i = 0; i < 4; i++) spec[6 + i] = (int32_t)plan->tune[i];
         } else { /* attn_coopmat_khr*.comp */
-            const int32_t rest[9] = {mode, (int32_t)plan->s_shape.m, (int32_t)plan->s_shape.n, (int32_t)plan->s_shape.k,
+            /* constant 5: query rows per subgroup, in either kernel */
+            const int32_t rest[9] = {mode, (int32_t)(plan->rows_per_group / plan->subgroups), (int32_t)plan->s_shape.n, (int32_t)plan->s_shape.k,
                                      (int32_t)plan->pv_shape.n, (int32_t)plan->pv_shape.k, (int32_t)plan->s_map,
                                      (int32_t)plan->o_map, (int32_t)plan->a_map};
             memcpy(spec + 4, rest, sizeof rest);
-            if (plan->id == VK_V_KHR_I8 || plan->id == VK_V_KHR_F16 || plan->id == VK_V_KHR_I8PV)
-                spec[5] = (int32_t)plan->tune[0]; /* RB: the register kernels' M is always 16 */
         }
         spec[13] = (int32_t)extras;
         const vk_buffer *ba[12] = {&w[W_QP], &w[W_KP], &w[W_VP], &w[W_QS], &w[W_KS], &w[W_VS],

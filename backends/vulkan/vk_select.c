@@ -201,7 +201,6 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
     p->subgroups = warps;
     p->local_size = threads;
     p->rows_per_group = warps * 16 * rb;
-    p->tune[0] = rb;
     p->shared_bytes = shared;
     p->s_map = c->c_map[s->n == 16 ? 0 : 1];
     p->o_map = c->c_map[pv->n == 16 ? 0 : 1];

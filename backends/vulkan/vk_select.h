@@ -109,8 +109,7 @@ typedef struct vk_plan {
     uint32_t rows_per_group;    /* query rows per workgroup (nq is padded to a multiple) */
     uint32_t shared_bytes;      /* shared memory the kernel declares */
     uint32_t s_map, o_map, a_map; /* register kernels: the fragment element orders (vk_caps) */
-    uint32_t tune[4];           /* kernel-specific specialization constants (intdot's tiles; the register
-                                   kernels' 16-row blocks per subgroup in tune[0]) */
+    uint32_t tune[4];           /* kernel-specific specialization constants (intdot's tiles) */
     char reason[512];
 } vk_plan;
 

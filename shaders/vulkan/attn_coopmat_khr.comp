@@ -72,7 +72,7 @@ layout(constant_id = 1) const int BC = 64; // two 32-key P blocks per tile
 layout(constant_id = 2) const int WARPS = 4;
 layout(local_size_x_id = 3) in;
 layout(constant_id = 4) const int MODE = 3; // bit 0: quantize P, bit 1: PNQ (l sums P^), bit 2: the ceiling rule, bit 3: P and V in MXFP8
-layout(constant_id = 5) const int RB = 1;   // 16-row blocks per subgroup
+layout(constant_id = 5) const int ROWS = 16; // query rows per subgroup, in RB blocks of 16
 layout(constant_id = 6) const int SN = 16;
 #ifdef S_INT8
 layout(constant_id = 7) const int SK = 32;
@@ -94,7 +94,7 @@ const int KT = BC / SN;      // S tiles per key tile
 const int TPB = 32 / SN;     // S tiles per 32-key P block
 const int DT = D / PN;       // O accumulators
 const int THREADS = WARPS * 32;
-const int ROWS = 16 * RB;    // query rows per subgroup
+const int RB = ROWS / 16;
 #ifdef S_INT8
 const int NB = D / 32;       // Q/K blocks per row, one scale each
 const int KW = D / 16;       // uvec4 per K row (16 int8)
@@ -168,6 +168,16 @@ layout(push_constant) uniform P { // quant_p, pnq, kind arrive as MODE instead
     uint lse_offset, bias_offset, bias_sb, bias_sh, mask_offset, mask_sb, mask_sh;
 } pc;
 #include "extras.glsl"
+#ifdef S_INT8
+// The int8 kernels leave Q's row scale out of S on narrow tiles (S holds dot * ks) and apply it
+// in the exp2's fma, fma(S, qs, -m): one multiply less per score. The row maxima are scaled
+// on their own, as rounded products, so a row's maximum gives exactly exp2(0) = 1 for its
+// block's exponent, as the reference's does; the other scores move by at most their rounding
+// (an ulp of S, as an exp may err). Bias and mask act on scaled scores, so not with them.
+const bool FOLD = !HAS_SIDE;
+#else
+const bool FOLD = false;
+#endif
 
 shared uvec4 sK[BC * KSTR]; // K tile, row-major: sK[key][d]
 shared uvec4 sV[D * VSTR];  // V^T tile: sV[d][key]
@@ -277,6 +287,9 @@ void main()
         }
         qs_hi[rb] = bq_hi[rb * NB];
         qs_lo[rb] = bq_lo[rb * NB];
+        // FOLD multiplies by qs inside the exp2's fma, where a row scale of 0 or Inf would turn a
+        // masked -inf into NaN: such rows (never met outside tests) take the per-block path
+        wide_row = wide_row || !(min(qs_hi[rb], qs_lo[rb]) >= 7.8886090522101181e-31 && max(qs_hi[rb], qs_lo[rb]) <= 1.2676506002282294e30);
     }
     const bool wide_q = subgroupAny(wide_row);
 #else
@@ -348,7 +361,8 @@ void main()
         bool wide_k = false;
         [[unroll]] for (int u = 0; u < BC / 32; u++) // a key beyond the length does not exist
             wide_k = wide_k || (floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u && (!HAS_KEYLEN || int(j0 + lane) + 32 * u < nk));
-        [[dont_flatten]] if (!(wide_q || subgroupAny(wide_k))) {
+        const bool narrow = !(wide_q || subgroupAny(wide_k));
+        [[dont_flatten]] if (narrow) {
             // The chain starts from the bits of 1.5 * 2^23 (0x4B400000), so each element ends as
             // the bits of the float 12582912 + dot: narrow codes are at most 96 and D <= 128
             // (vk_select.c), so |dot| <= 128 * 96 * 96 < 2^21 and 0x400000 + dot stays inside the
@@ -370,7 +384,7 @@ void main()
                     const float ks = sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB];
                     [[unroll]] for (int rb = 0; rb < RB; rb++) {
                         precise float dot = intBitsToFloat(si[rb][i]) - 12582912.0;
-                        s[rb * KT + kt][i] = dot * (ks * (code_low(s_code(i)) ? qs_lo[rb] : qs_hi[rb]));
+                        s[rb * KT + kt][i] = FOLD ? dot * ks : dot * (ks * (code_low(s_code(i)) ? qs_lo[rb] : qs_hi[rb]));
                     }
                 }
             }
@@ -395,6 +409,7 @@ void main()
             }
         }
 #else
+        const bool narrow = false;
         [[unroll]] for (int kt = 0; kt < KT; kt++) {
             [[unroll]] for (int rb = 0; rb < RB; rb++) s[rb * KT + kt] = SACCF(0.0);
             [[unroll]] for (int c = 0; c < NCH; c++) {
@@ -448,10 +463,12 @@ void main()
                     }
                 }
             }
+            // the factor still to apply to s (FOLD), and the block maxima with it (qs > 0 keeps their order)
+            const float qf_hi = FOLD && narrow ? qs_hi[rb] : 1.0, qf_lo = FOLD && narrow ? qs_lo[rb] : 1.0;
             float mx_hi = NEG_INF, mx_lo = NEG_INF;
             [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
-                bm_hi[blk] = quad_max(bm_hi[blk]);
-                bm_lo[blk] = quad_max(bm_lo[blk]);
+                bm_hi[blk] = quad_max(bm_hi[blk]) * qf_hi;
+                bm_lo[blk] = quad_max(bm_lo[blk]) * qf_lo;
                 mx_hi = max(mx_hi, bm_hi[blk]);
                 mx_lo = max(mx_lo, bm_lo[blk]);
             }
@@ -471,7 +488,7 @@ void main()
                 [[unroll]] for (int kt = TPB * blk; kt < TPB * blk + TPB; kt++) {
                     [[unroll]] for (int i = 0; i < NE_S; i++) {
                         const bool lo = code_low(s_code(i));
-                        const float p = exp2(s[rb * KT + kt][i] - (lo ? mz_lo : mz_hi));
+                        const float p = exp2(fma(s[rb * KT + kt][i], lo ? qf_lo : qf_hi, -(lo ? mz_lo : mz_hi)));
                         s[rb * KT + kt][i] = p;
                         if (!HAT_SUM) {
                             if (lo) rs_lo += p;

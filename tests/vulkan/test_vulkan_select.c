@@ -169,8 +169,7 @@ static void test_register_rows(void **state)
         vk_select(&caps, &call, &o, &p);
         assert_string_equal(p.variant, want[i].kernel);
         assert_int_equal(p.rows_per_group, want[i].rows);
-        assert_int_equal(p.tune[0], want[i].blocks);
-        assert_int_equal(p.rows_per_group, p.subgroups * 16u * p.tune[0]);
+        assert_int_equal(p.rows_per_group, p.subgroups * 16u * want[i].blocks);
     }
 }
 
