@@ -92,6 +92,16 @@ float ex2_ftz(float x)
 #define BIAS_FACTOR LOG2E /* the bias joins the scores in log2 units (docs/attention-inputs.md) */
 #endif
 
+/* FOLD: the one-scale path leaves the Q row scale out of S and applies it in the exp's
+ * fma, fma(S, qs, -m): one multiply less per score. The block maxima are scaled on their
+ * own, as rounded products, so a row's maximum still gives exp(0) = 1 for its block's
+ * exponent; the other scores move by at most their rounding. Bias and mask act on scaled
+ * scores, so not with them. */
+#if defined(MXA_BIAS) || defined(MXA_MASK)
+#define FOLD 0
+#else
+#define FOLD 1
+#endif
 /* one-scale score path (0: per-block scales everywhere, for comparisons) */
 #ifndef MXA_QK_CHAIN
 #define MXA_QK_CHAIN 1
@@ -269,12 +279,13 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         }
     }
 #if MXA_QK_CHAIN
-    /* every row of the warp has one scale for all its blocks (see prep.cl) */
-    int q_one = 1;
+    /* every row of the warp has one scale for all its blocks (see prep.cl), and (FOLD) one
+     * that the exp's fma can take: 0 or Inf there would turn a masked -inf into NaN */
+    const float qs[2] = {fq[0][0] * score_scale, fq[0][1] * score_scale}; /* exact: fq is a power of two */
+    int q_one = !FOLD || (fmin(qs[0], qs[1]) >= 0x1p-100f && fmax(qs[0], qs[1]) <= 0x1p100f);
 #pragma unroll
     for (int blk = 1; blk < DB; blk++) q_one &= fq[blk][0] == fq[0][0] && fq[blk][1] == fq[0][1];
     q_one = warp_all(q_one);
-    const float qs[2] = {fq[0][0] * score_scale, fq[0][1] * score_scale}; /* exact: fq is a power of two */
 #endif
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     float acc[CT][4];
@@ -340,12 +351,12 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
                     mma16832_acc(d, qa[blk], vload2(0, ks + (nt * 8 + g) * KPITCH + blk * 8 + 2 * t));
                 const float2 fk = vload2(0, kf + nt * 8 + 2 * t);
                 const float nx = -BIAS * fk.x, ny = -BIAS * fk.y;
-                /* dot x fk exactly, then one rounding with the Q scale x score scale,
-                 * as the per-block path's exact sum times score_scale */
-                s[nt][0] = fma(as_float(d[0]), fk.x, nx) * qs[0];
-                s[nt][1] = fma(as_float(d[1]), fk.y, ny) * qs[0];
-                s[nt][2] = fma(as_float(d[2]), fk.x, nx) * qs[1];
-                s[nt][3] = fma(as_float(d[3]), fk.y, ny) * qs[1];
+                /* dot x fk exactly; then one rounding with the Q scale x score scale, as the
+                 * per-block path's exact sum times score_scale, here or (FOLD) in the exp's fma */
+                s[nt][0] = fma(as_float(d[0]), fk.x, nx) * (FOLD ? 1.0f : qs[0]);
+                s[nt][1] = fma(as_float(d[1]), fk.y, ny) * (FOLD ? 1.0f : qs[0]);
+                s[nt][2] = fma(as_float(d[2]), fk.x, nx) * (FOLD ? 1.0f : qs[1]);
+                s[nt][3] = fma(as_float(d[3]), fk.y, ny) * (FOLD ? 1.0f : qs[1]);
             }
         } else
 #endif
@@ -374,7 +385,12 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
 #pragma unroll
                 for (int i = 0; i < 4; i++) s[nt][i] *= score_scale;
         }
-        /* ---- bias, mask, row maxima */
+        /* ---- bias, mask, row maxima; qf: the factor still to apply to s (FOLD) */
+#if MXA_QK_CHAIN
+        const float qf[2] = {FOLD && one ? qs[0] : 1.0f, FOLD && one ? qs[1] : 1.0f};
+#else
+        const float qf[2] = {1.0f, 1.0f};
+#endif
         float mx[2] = {-INFINITY, -INFINITY};
         /* without a bias or mask: only where a tile crosses the end of the keys or the causal diagonal */
 #if defined(MXA_BIAS) || defined(MXA_MASK)
@@ -403,7 +419,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
                 for (int i = 0; i < 4; i++) bs[kb][i >> 1] = fmax(bs[kb][i >> 1], s[kb * 4 + n4][i]);
 #pragma unroll
             for (int r = 0; r < 2; r++) {
-                bs[kb][r] = quad_max(bs[kb][r]);
+                bs[kb][r] = quad_max(bs[kb][r]) * qf[r]; /* qf > 0 keeps the order */
                 mx[r] = fmax(mx[r], bs[kb][r]);
             }
         }
@@ -422,7 +438,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
         for (int nt = 0; nt < NT; nt++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const float p = EXPS(s[nt][i] - msub[i >> 1]);
+                const float p = EXPS(fma(s[nt][i], qf[i >> 1], -msub[i >> 1]));
                 s[nt][i] = p;
 #if !MXA_PNQ
                 sum_t[i >> 1] += p;
