@@ -97,13 +97,13 @@ static uint32_t reg_warps(int64_t d) { return d <= 64 ? 4u : 8u; }
  * spills two blocks' registers (186.4 against 261.3). int8 P V keeps one. */
 static uint32_t reg_row_blocks(int64_t d, int i8, int pv8, int causal) { return i8 && !pv8 && !causal && d <= 64 ? 2u : 1u; }
 
-/* Shared memory of attn_coopmat_khr.comp: the K tile (64 keys,
- * rows padded by 16 bytes), the V^T tile (D rows of 64 keys, fp16 or int8, + 16 bytes) and
- * the K scales. */
-static uint32_t reg_shared(int64_t d, int i8, int pv8)
+/* Shared memory of attn_coopmat_khr.comp: the K tile (64 keys, rows padded by 16 bytes), the
+ * V^T tile (D rows of 64 keys, fp16 or int8, + 16 bytes) and the K scales; with int8 P V also
+ * each subgroup's 16 x 64-byte P^ tile (rows padded to 80 bytes) per row block. */
+static uint32_t reg_shared(int64_t d, int i8, int pv8, uint32_t warps, uint32_t rb)
 {
     const uint32_t kw = (uint32_t)(i8 ? d / 16 : d / 8), nb = (uint32_t)(i8 ? d / 32 : 1);
-    return 64u * (kw + 1u) * 16u + (uint32_t)d * (pv8 ? 5u : 9u) * 16u + 64u * nb * 4u;
+    return 64u * (kw + 1u) * 16u + (uint32_t)d * (pv8 ? 5u : 9u) * 16u + 64u * nb * 4u + (pv8 ? warps * rb * 16u * 80u : 0u);
 }
 
 /* attn_coopmat_khr_smem.comp: the workgroup's K tile or V^T tile (one buffer, rows padded
@@ -166,7 +166,7 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
     if (i8 && x->d < 64) return WHY("the int8 register kernel needs 64 <= D <= 128");
     if ((64 * kw) % threads != 0 || (64 * x->d / (pv8 ? 16 : 8)) % threads != 0)
         return WHY("D = %lld does not split into whole 16-byte pieces per invocation", (long long)x->d);
-    const uint32_t shared = reg_shared(x->d, i8, pv8);
+    const uint32_t shared = reg_shared(x->d, i8, pv8, warps, rb);
     if (c->max_shared < shared) return WHY("needs %u bytes of shared memory, the device has %u", shared, c->max_shared);
     /* S: the largest K first (fewer MMAs per block), then N = 16 */
     static const uint32_t k_i8[] = {32, 16}, k_f16[] = {16, 8}, ns[] = {16, 8};
