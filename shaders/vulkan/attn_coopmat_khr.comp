@@ -368,10 +368,10 @@ void main()
             // (vk_select.c), so |dot| <= 128 * 96 * 96 < 2^21 and 0x400000 + dot stays inside the
             // mantissa field. 12582912 + dot and 12582912 lie in one binade (ulp 1), so the
             // subtraction is exact (Sterbenz) and gives float(dot), the value the int -> float
-            // conversion gave; the scaling below is then the former expression, operand for
-            // operand: float(dot) * (sKs * qs), so every score is the same bit for bit (signed
-            // zeros included: dot = 0 gives +0 either way). One full-rate FADD replaces the
-            // quarter-rate I2F; precise keeps the compiler from distributing the multiply.
+            // conversion gave; the scaling below is then the conversion's expression, operand for
+            // operand: float(dot) * (sKs * qs), or under FOLD float(dot) * sKs with qs left for the
+            // exp2's fma (signed zeros included: dot = 0 gives +0 either way). One full-rate FADD
+            // replaces the quarter-rate I2F; precise keeps the compiler from distributing the multiply.
             [[unroll]] for (int kt = 0; kt < KT; kt++) {
                 SACC si[RB];
                 [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = SACC(0x4B400000);
