@@ -15,13 +15,15 @@
 
 #define MXA_MAX_DEVICES_PER_BACKEND 16
 
-/* A contiguous float32 [b, h, n, d] array: on the host (host != NULL) or in a
- * device buffer of the backend (buffer != NULL, at byte `offset`). */
+/* A contiguous [b, h, n, d] array: float32 on the host (host != NULL), or in a device
+ * buffer of the backend (buffer != NULL, at byte `offset`) as float32, or as float16 or
+ * bfloat16 where the backend takes them (MXA_EXTRA_IN_HALF). */
 typedef struct mxa_array {
     int64_t b, h, n, d;
     float *host;
     void *buffer; /* the backend's own buffer handle */
     size_t offset;
+    mxa_dtype dtype; /* of the buffer's elements (MXA_F32 = 0 on the host) */
 } mxa_array;
 
 /* A bias (float32) or mask (one byte per element, 0 = hidden) [b, h, nq, nk], dense,
@@ -86,6 +88,7 @@ typedef struct mxa_pending {
 #define MXA_EXTRA_KV (1u << 6)         /* call->kv (mxa_prepare_kv) */
 #define MXA_EXTRA_PV_MXFP8 (1u << 7)   /* desc.pv_format MXA_PV_MXFP8 (a backend whose chosen kernel
                                           variant lacks it refuses the call with MXA_ERR_UNSUPPORTED) */
+#define MXA_EXTRA_IN_HALF (1u << 8)    /* f16/bf16 q, k, v in device buffers (read as their exact float32 values) */
 
 typedef struct mxa_backend_ops {
     const char *name;

@@ -185,16 +185,20 @@ static mxa_status check_device_tensor(const mxa_device *dev, const mxa_tensor *t
     return MXA_OK;
 }
 
-static mxa_status arg_input(mxa_device *dev, const mxa_tensor *t, const char *name, int check_values, arg *a)
+/* An input: a host tensor as dense float32 (converted if need be), or a device-buffer tensor
+ * as it is, of one of `buffer_dtypes` (a DT() mask). */
+static mxa_status arg_input(mxa_device *dev, const mxa_tensor *t, const char *name, int check_values, unsigned buffer_dtypes,
+                            arg *a)
 {
     memset(a, 0, sizeof *a);
     a->array.b = t->shape[0]; a->array.h = t->shape[1]; a->array.n = t->shape[2]; a->array.d = t->shape[3];
     int64_t n = mxa_tensor_numel(t);
     if (t->buffer) {
-        mxa_status st = check_device_tensor(dev, t, name, DT(MXA_F32));
+        mxa_status st = check_device_tensor(dev, t, name, buffer_dtypes);
         if (st) return st;
         a->array.buffer = t->buffer->handle;
         a->array.offset = t->offset;
+        a->array.dtype = t->dtype;
         return MXA_OK;
     }
     if (mxa_tensor_is_dense_f32(t)) {
@@ -224,7 +228,7 @@ mxa_status mxa_quantize(mxa_device *dev, const mxa_tensor *x, mxa_rule rule, uin
     if (!mxa_rule_valid(rule))
         return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "mxa_quantize: invalid rule (q must be in [6, 8])");
     arg a;
-    if ((st = arg_input(dev, x, "x", 0, &a))) return st;
+    if ((st = arg_input(dev, x, "x", 0, DT(MXA_F32), &a))) return st;
     int64_t rows = a.array.b * a.array.h * a.array.n, nblocks = (a.array.d + MXA_BLOCK - 1) / MXA_BLOCK;
     uint8_t *tmp = malloc((size_t)(rows * nblocks * 17));
     if (!tmp) {
@@ -252,7 +256,7 @@ mxa_status mxa_quantize_mxfp8(mxa_device *dev, const mxa_tensor *x, uint8_t *cod
     if (!dev->ops->quantize_mxfp8)
         return mxa_fail(MXA_ERR_UNSUPPORTED, "mxa_quantize_mxfp8: the %s backend has no MXFP8 quantizer", dev->ops->name);
     arg a;
-    if ((st = arg_input(dev, x, "x", 0, &a))) return st;
+    if ((st = arg_input(dev, x, "x", 0, DT(MXA_F32), &a))) return st;
     const int64_t rows = a.array.b * a.array.h * a.array.n, nblocks = (a.array.d + MXA_BLOCK - 1) / MXA_BLOCK;
     const size_t ncodes = (size_t)(rows * nblocks * MXA_BLOCK), nscales = (size_t)(rows * nblocks);
     uint8_t *tmp = malloc(ncodes + nscales); /* the caller's arrays are written only on success */
@@ -411,16 +415,19 @@ static mxa_status call_prepare(mxa_device *dev, const mxa_attention_desc *desc, 
     pc->o = o;
     pc->lse = lse;
     if (call->kv.buffer) { /* the shapes only: the data are the prepared codes */
-        pc->k.array = (mxa_array){dm.b, dm.hkv, dm.nk, dm.d, NULL, NULL, 0};
+        pc->k.array = (mxa_array){dm.b, dm.hkv, dm.nk, dm.d, NULL, NULL, 0, MXA_F32};
         pc->v.array = pc->k.array;
     }
-    if ((st = arg_input(dev, q, "q", check, &pc->q)) || (!call->kv.buffer && (st = arg_input(dev, k, "k", check, &pc->k))) ||
-        (!call->kv.buffer && (st = arg_input(dev, v, "v", check, &pc->v))) ||
+    /* 16-bit inputs in device buffers where the backend reads them itself */
+    const unsigned in_dtypes = DT(MXA_F32) | (dev->ops->extras & MXA_EXTRA_IN_HALF ? DT(MXA_F16) | DT(MXA_BF16) : 0u);
+    if ((st = arg_input(dev, q, "q", check, in_dtypes, &pc->q)) ||
+        (!call->kv.buffer && (st = arg_input(dev, k, "k", check, in_dtypes, &pc->k))) ||
+        (!call->kv.buffer && (st = arg_input(dev, v, "v", check, in_dtypes, &pc->v))) ||
         (st = side_input(dev, desc->bias, "bias", check, &call->bias, &pc->bias_host, &pc->mask_host)) ||
         (st = side_input(dev, desc->mask, "mask", 0, &call->mask, &pc->bias_host, &pc->mask_host)))
         goto fail;
     call->q = pc->q.array; call->k = pc->k.array; call->v = pc->v.array;
-    call->o = (mxa_array){dm.b, dm.h, dm.nq, dm.d, NULL, NULL, 0};
+    call->o = (mxa_array){dm.b, dm.h, dm.nq, dm.d, NULL, NULL, 0, MXA_F32};
     call->o_dtype = o->buffer ? o->dtype : MXA_F32;
     const size_t rows = (size_t)(dm.b * dm.h * dm.nq);
     if (o->buffer) {

@@ -208,9 +208,33 @@ static mxa_status decode_kv(const mxa_attention_call *call, float **k, float **v
     return st;
 }
 
+/* A 16-bit q, k or v buffer (host memory here) widened into a float32 copy, exactly. */
+static mxa_status widen_input(const mxa_array *a, float **copy)
+{
+    const size_t n = (size_t)(a->b * a->h * a->n * a->d);
+    const uint16_t *src = (const uint16_t *)((const char *)a->buffer + a->offset);
+    if (!(*copy = malloc(n * sizeof(float)))) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "cpu attention: out of memory widening a 16-bit input");
+    for (size_t i = 0; i < n; i++) (*copy)[i] = a->dtype == MXA_F16 ? mxa_f16_to_f32(src[i]) : mxa_bf16_to_f32(src[i]);
+    return MXA_OK;
+}
+
 static mxa_status cpu_attention(void *impl, const mxa_attention_call *call, mxa_attention_info *info)
 {
     cpu_device *dev = impl;
+    if (call->q.dtype != MXA_F32 || call->k.dtype != MXA_F32 || call->v.dtype != MXA_F32) {
+        mxa_attention_call c = *call;
+        mxa_array *in[3] = {&c.q, &c.k, &c.v};
+        float *copy[3] = {NULL, NULL, NULL};
+        mxa_status st = MXA_OK;
+        for (int i = 0; i < 3 && !st; i++)
+            if (in[i]->buffer && in[i]->dtype != MXA_F32 && !(st = widen_input(in[i], &copy[i]))) {
+                in[i]->host = copy[i], in[i]->buffer = NULL;
+                in[i]->dtype = MXA_F32;
+            }
+        if (!st) st = cpu_attention(impl, &c, info);
+        for (int i = 0; i < 3; i++) free(copy[i]);
+        return st;
+    }
     if (call->kv.buffer) {
         float *k = NULL, *v = NULL;
         mxa_status st = decode_kv(call, &k, &v);
@@ -228,7 +252,7 @@ static mxa_status cpu_attention(void *impl, const mxa_attention_call *call, mxa_
 const mxa_backend_ops mxa_cpu_backend = {
     .name = "cpu",
     .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
-              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV | MXA_EXTRA_PV_MXFP8,
+              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV | MXA_EXTRA_PV_MXFP8 | MXA_EXTRA_IN_HALF,
     .probe = cpu_probe,
     .release = NULL,
     .open = cpu_open,

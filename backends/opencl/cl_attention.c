@@ -37,6 +37,7 @@ typedef struct run {
     cl_ulong q_off, k_off, v_off, o_off, lse_off;
     cl_int has_lse, has_klen;
     cl_int rotate[2]; /* Hadamard on Q, K (off for K decoded from a prepared K/V: stored rotated) */
+    cl_int in16[3];   /* Q, K, V elements: 0 float32, 1 float16, 2 bfloat16 (prep.cl's mxa_in) */
     side bias, mask;
     char extra_options[64]; /* the attention program's -D options for the extras */
     cl_event events[CL_MAX_EVENTS];
@@ -104,6 +105,7 @@ static void qk_source_args(cl_args *a, const run *r, int which, const cl_float *
     const cl_int *n = which ? &r->s.nk : &r->s.nq, *n_pad = which ? &r->s.nk_pad : &r->s.nq_pad;
     mxa_cl_arg(a, sizeof *src, src);
     mxa_cl_arg(a, sizeof *off, off);
+    mxa_cl_arg(a, sizeof r->in16[which], &r->in16[which]);
     mxa_cl_arg(a, sizeof *n, n);
     mxa_cl_arg(a, sizeof *n_pad, n_pad);
     mxa_cl_arg(a, sizeof r->s.d, &r->s.d);
@@ -117,6 +119,7 @@ static void v_source_args(cl_args *a, const run *r)
 {
     mxa_cl_arg(a, sizeof r->v, &r->v);
     mxa_cl_arg(a, sizeof r->v_off, &r->v_off);
+    mxa_cl_arg(a, sizeof r->in16[2], &r->in16[2]);
     mxa_cl_arg(a, sizeof r->s.nk, &r->s.nk);
     mxa_cl_arg(a, sizeof r->s.nk_pad, &r->s.nk_pad);
     mxa_cl_arg(a, sizeof r->s.d, &r->s.d);
@@ -473,6 +476,9 @@ static mxa_status enqueue_call(cl_impl *d, const mxa_attention_call *call, run *
     r->rule = mxa_cl_rule_args(call->desc.rule);
     r->rotate[0] = call->desc.hadamard != 0;
     r->rotate[1] = call->desc.hadamard != 0 && !call->kv.buffer;
+    const mxa_array *qkv[3] = {&call->q, &call->k, &call->v};
+    for (int i = 0; i < 3; i++) /* K and V decoded from a prepared K/V are float32 */
+        r->in16[i] = !qkv[i]->buffer || (i && call->kv.buffer) ? 0 : qkv[i]->dtype == MXA_F16 ? 1 : qkv[i]->dtype == MXA_BF16 ? 2 : 0;
     mxa_status st;
     if ((st = mxa_cl_array_in(d, &call->q, SCRATCH_Q, &r->q, &r->q_off))) return st;
     if (call->kv.buffer) st = kv_in(r);

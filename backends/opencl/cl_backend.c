@@ -4,7 +4,7 @@
 const mxa_backend_ops mxa_opencl_backend = {
     .name = "opencl",
     .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
-              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV | MXA_EXTRA_PV_MXFP8,
+              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV | MXA_EXTRA_PV_MXFP8 | MXA_EXTRA_IN_HALF,
     .probe = mxa_cl_probe,
     .release = mxa_cl_release,
     .open = mxa_cl_open,

@@ -150,7 +150,7 @@ mxa_status mxa_cl_array_in(cl_impl *d, const mxa_array *a, int slot, cl_mem *mem
     if (a->buffer) {
         const cl_buffer *b = a->buffer;
         *mem = b->mem;
-        *offset = (b->base + a->offset) / sizeof(float);
+        *offset = (b->base + a->offset) / mxa_dtype_size(a->dtype); /* in elements of the buffer's dtype */
         return MXA_OK;
     }
     mxa_status st = mxa_cl_scratch(d, slot, bytes, mem);

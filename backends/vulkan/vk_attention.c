@@ -200,6 +200,14 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
         in.in[IN_V] = &w[W_V32], in.in_off[IN_V] = 0;
         cb = &in;
     }
+    /* q, k, v: float32, or a 16-bit device buffer (prep_input.glsl); K and V decoded above are float32 */
+    mxa_dtype in_dtype[3] = {call->q.buffer ? call->q.dtype : MXA_F32, MXA_F32, MXA_F32};
+    size_t in_size[3];
+    if (!call->kv.buffer) {
+        in_dtype[1] = call->k.buffer ? call->k.dtype : MXA_F32;
+        in_dtype[2] = call->v.buffer ? call->v.dtype : MXA_F32;
+    }
+    for (int i = 0; i < 3; i++) in_size[i] = mxa_dtype_size(in_dtype[i]);
     uint32_t kind, t;
     vk_rule_params(desc->rule, &kind, &t);
     const uint32_t pv_kind = desc->pv_format == MXA_PV_MXFP8 ? 2u : kind; /* P and V: kind 2 is MXFP8 (mxfp4.glsl) */
@@ -208,13 +216,13 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     struct {
         uint32_t rows_pad, n, n_pad, x_offset, hadamard, quant, kind, t;
         float norm;
-    } pq = {(uint32_t)(b * h * nq_pad), (uint32_t)nq, (uint32_t)nq_pad, vk_elem_offset(dev, cb->in[IN_Q], cb->in_off[IN_Q]),
+    } pq = {(uint32_t)(b * h * nq_pad), (uint32_t)nq, (uint32_t)nq_pad, vk_elem_offset_of(dev, cb->in[IN_Q], cb->in_off[IN_Q], in_size[IN_Q]),
             desc->hadamard != 0, qk, kind, t, mxa_hadamard_norm((int)d)},
-      pk = {(uint32_t)(b * hkv * nk_pad), (uint32_t)nk, (uint32_t)nk_pad, vk_elem_offset(dev, cb->in[IN_K], cb->in_off[IN_K]),
+      pk = {(uint32_t)(b * hkv * nk_pad), (uint32_t)nk, (uint32_t)nk_pad, vk_elem_offset_of(dev, cb->in[IN_K], cb->in_off[IN_K], in_size[IN_K]),
             desc->hadamard != 0 && !call->kv.buffer, qk, kind, t, mxa_hadamard_norm((int)d)};
     struct {
         uint32_t heads, n, n_pad, x_offset, quant, kind, t, pass, transpose, hkv;
-    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, vk_elem_offset(dev, cb->in[IN_V], cb->in_off[IN_V]),
+    } pv = {(uint32_t)(b * hkv), (uint32_t)nk, (uint32_t)nk_pad, vk_elem_offset_of(dev, cb->in[IN_V], cb->in_off[IN_V], in_size[IN_V]),
             qv, pv_kind, t, 1, (uint32_t)kern.v_transposed, (uint32_t)hkv};
     int32_t spec_d[VK_SPEC_COUNT] = {(int32_t)d};
     if (call->key_lengths && (st = vk_batch_update(batch, &w[W_KEYLEN], call->key_lengths, b * 4))) return st;
@@ -227,10 +235,11 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
      * them (one pipeline drain and fill instead of three); the first V pass's barrier orders all
      * three before what reads them */
     batch->overlap = 1;
-    if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * h * nq_pad, d, bq, &pq, sizeof pq))) return st;
+    if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * h * nq_pad, d, in_dtype[IN_Q], bq, &pq, sizeof pq))) return st;
     batch->overlap = 1;
-    if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * hkv * nk_pad, d, bk, &pk, sizeof pk))) return st;
+    if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * hkv * nk_pad, d, in_dtype[IN_K], bk, &pk, sizeof pk))) return st;
     spec_d[13] = (int32_t)(extras & 4u); /* prep_v: the key lengths only */
+    spec_d[VK_SPEC_IN_TYPE] = vk_in_type(in_dtype[IN_V]);
     vk_grid_1d(b * hkv * (nk_pad / 32) * d, 64, &gx, &gy); /* prep_v: an invocation per column and block of 32 tokens */
     if (kern.prep_v == VK_K_PREP_V_F16 || kern.prep_v == VK_K_PREP_V_I8A) { /* pass 0: each V column's largest block exponent */
         pv.pass = 0;

@@ -135,7 +135,7 @@ static void vkb_attention_wait(void *impl, mxa_pending *pending)
 const mxa_backend_ops mxa_vulkan_backend = {
     .name = "vulkan",
     .extras = MXA_EXTRA_BIAS | MXA_EXTRA_MASK | MXA_EXTRA_KEY_LENGTHS | MXA_EXTRA_CAUSAL_TOP_LEFT | MXA_EXTRA_OUT_HALF |
-              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV | MXA_EXTRA_PV_MXFP8,
+              MXA_EXTRA_LSE_BUFFER | MXA_EXTRA_KV | MXA_EXTRA_PV_MXFP8 | MXA_EXTRA_IN_HALF,
     .probe = vkb_probe,
     .release = vkb_release,
     .open = vkb_open,

@@ -218,6 +218,11 @@ vk_buffer vk_buffer_view(const vk_buffer *buf, VkDeviceSize offset, VkDeviceSize
 /* The element (4-byte) offset a shader adds for byte `offset` of buf when buf is bound
  * with vk_binding_offset (the part of buf->base below the descriptor alignment). */
 uint32_t vk_elem_offset(const vk_device *dev, const vk_buffer *buf, size_t offset);
+/* The same offset in elements of `esize` bytes (2 for a 16-bit input). */
+uint32_t vk_elem_offset_of(const vk_device *dev, const vk_buffer *buf, size_t offset, size_t esize);
+/* The prep kernels' constant IN_TYPE (prep_input.glsl) for an input's dtype. */
+#define VK_SPEC_IN_TYPE 2
+int32_t vk_in_type(mxa_dtype dtype);
 
 /* ---- vk_pipelines.c ---- */
 /* One recorded batch of dispatches: into mxa's own command buffer, submitted and waited
@@ -260,9 +265,9 @@ void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy);
 /* 1 if prep_qk_subgroup.comp runs on this device at head size d: *p its values per
  * invocation, *subgroup_size the size to require (0: the device's fixed default). */
 int vk_prep_qk_subgroup(const vk_device *dev, uint64_t d, uint32_t *p, uint32_t *subgroup_size);
-/* Records prep_qk of rows_pad rows of d values; `kernel` names the output form
+/* Records prep_qk of rows_pad rows of d values of `in_dtype`; `kernel` names the output form
  * (VK_K_PREP_QK_F32, _F16 or _I8), bindings x, y, scales, push prep_qk.comp's constants. */
-mxa_status vk_prep_qk_dispatch(vk_batch *batch, vk_kernel kernel, int form, uint64_t rows_pad, uint64_t d,
+mxa_status vk_prep_qk_dispatch(vk_batch *batch, vk_kernel kernel, int form, uint64_t rows_pad, uint64_t d, mxa_dtype in_dtype,
                                const vk_buffer *const bindings[3], const void *push, uint32_t push_size);
 
 /* ---- vk_coopmat_layout.c ---- */

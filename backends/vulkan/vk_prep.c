@@ -32,10 +32,11 @@ int vk_prep_qk_subgroup(const vk_device *dev, uint64_t d, uint32_t *p, uint32_t 
     return 1;
 }
 
-mxa_status vk_prep_qk_dispatch(vk_batch *batch, vk_kernel kernel, int form, uint64_t rows_pad, uint64_t d,
+mxa_status vk_prep_qk_dispatch(vk_batch *batch, vk_kernel kernel, int form, uint64_t rows_pad, uint64_t d, mxa_dtype in_dtype,
                                const vk_buffer *const bindings[3], const void *push, uint32_t push_size)
 {
     int32_t spec[VK_SPEC_COUNT] = {(int32_t)d};
+    spec[VK_SPEC_IN_TYPE] = vk_in_type(in_dtype);
     if (form == VK_PREP_QK_AUTO) { /* MXA_VULKAN_PREP_QK=shared: the shared-memory form, to compare the two */
         const char *env = getenv("MXA_VULKAN_PREP_QK");
         if (env && strcmp(env, "shared") == 0) form = VK_PREP_QK_SHARED;

@@ -358,9 +358,14 @@ typedef struct mxa_attention_info {
  *   o: [B, H, Nq, D], any dtype (in a device buffer: f32, f16 or bf16, rounded once from
  *   f32); lse (may be NULL): [B, H, Nq, 1] float32, host or device buffer,
  *   per-row m + ln(l) (-inf for a row with no visible key; its o row is 0).
- * Device-buffer inputs are float32.
+ * q, k and v in device buffers may be float32, float16 or bfloat16 (each its own; on the cpu,
+ * vulkan and opencl backends: hip takes float32), read as their exact float32 values: the
+ * result is that of float32 tensors of the same values, bit for bit, and a 16-bit tensor
+ * halves what the preparation reads. Host inputs of any dtype are converted on the host.
+ * A bias in a device buffer is float32.
  * D must be a multiple of 32; with Hadamard on, one of 32, 64, 128, 256.
- * Inputs are rejected if non-finite (unless desc->allow_non_finite).
+ * Host inputs are rejected if non-finite (unless desc->allow_non_finite); device-buffer
+ * inputs are not read back to be checked.
  * On failure the outputs are left untouched. `info` may be NULL.
  */
 MXA_API mxa_status mxa_attention(mxa_device *dev, const mxa_attention_desc *desc,

@@ -6,6 +6,19 @@
  * integers in [-12, 12]) and one exponent byte per block.
  */
 
+/* Element i of a preparation kernel's input: float32 (in16 0), or the exact float32 value of a
+ * float16 (1) or bfloat16 (2) element, widened by moving bits (a float16 subnormal through an
+ * exact product), so a 16-bit tensor prepares to the bits of the float32 tensor of its values. */
+float mxa_in(__global const float *x, size_t i, int in16)
+{
+    if (!in16) return x[i];
+    const uint h = ((__global const ushort *)x)[i];
+    if (in16 == 2) return as_float(h << 16);
+    const uint sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0u) return sign ? -((float)m * 5.9604644775390625e-8f) : (float)m * 5.9604644775390625e-8f;
+    return as_float(sign | (e == 31u ? 0x7f800000u : (e + 112u) << 23) | m << 13);
+}
+
 /* The largest magnitude's bits of n values into *maxbits; 0 if one is NaN or Inf. */
 int mxa_block_maxbits(__global const float *src, int n, uint *maxbits)
 {
@@ -90,15 +103,15 @@ __kernel void mxa_quantize_rows_fp8(__global const float *x, ulong x_off, int ro
  * t ^ h (through local memory, two buffers: one barrier per stage), stages
  * h >= 32 pair elements k and k ^ (h / 32) of one work-item. xs: 2 x rows x d
  * floats; leaves buffer 1 free. Called by every work-item of the work-group. */
-void mxa_load_rotated(__global const float *x, ulong x_off, int n, int row, int bh, int d, float norm,
+void mxa_load_rotated(__global const float *x, ulong x_off, int in16, int n, int row, int bh, int d, float norm,
                       int hadamard, __local float *xs, float v[MXA_QK_K])
 {
     const int t = get_local_id(0), r = get_local_id(1), nr = get_local_size(1), nk = d >> 5;
     for (int k = 0; k < MXA_QK_K; k++) v[k] = 0.0f;
     if (row < n) {
-        __global const float *src = x + x_off + ((size_t)bh * n + row) * d + t;
+        const size_t src = x_off + ((size_t)bh * n + row) * d + t;
         for (int k = 0; k < MXA_QK_K; k++)
-            if (k < nk) v[k] = src[32 * k];
+            if (k < nk) v[k] = mxa_in(x, src + 32 * k, in16);
     }
     if (!hadamard) return;
     for (int h = 1, s = 0; h < 32; h *= 2, s ^= 1) {
@@ -159,7 +172,7 @@ void mxa_quantize_in_row(const float v[MXA_QK_K], int d, int ceil_rule, uint thr
  * rows, B*H). Rows >= n are zero padding. transpose = 1 writes [bh][D][n_pad]
  * instead of [bh][n_pad][D]. A non-finite block decodes to NaN.
  */
-__kernel void mxa_prep_qk(__global const float *x, ulong x_off, int n, int n_pad, int d, float norm,
+__kernel void mxa_prep_qk(__global const float *x, ulong x_off, int in16, int n, int n_pad, int d, float norm,
                           int hadamard, int quant, int ceil_rule, uint thr, int pow2_dec, int transpose,
                           __global float *out)
 {
@@ -168,7 +181,7 @@ __kernel void mxa_prep_qk(__global const float *x, ulong x_off, int n, int n_pad
     const int t = get_local_id(0), r = get_local_id(1), nk = d >> 5;
     const int row = get_global_id(1), bh = get_global_id(2);
     float v[MXA_QK_K];
-    mxa_load_rotated(x, x_off, n, row, bh, d, norm, hadamard, xs, v);
+    mxa_load_rotated(x, x_off, in16, n, row, bh, d, norm, hadamard, xs, v);
     if (quant) {
         int e[MXA_QK_K];
         uint code[MXA_QK_K];
@@ -198,26 +211,26 @@ int mxa_v_keys(__global const int *klen, int has_klen, int hkv, int bh, int n)
  * One work-item per (channel, key block); global (D, n_pad / 32, B*Hkv).
  * Output [bh][n_pad][D], keys >= n (or the batch's key length) zero.
  */
-__kernel void mxa_prep_v(__global const float *x, ulong x_off, int n, int n_pad, int d,
+__kernel void mxa_prep_v(__global const float *x, ulong x_off, int in16, int n, int n_pad, int d,
                          __global const int *klen, int has_klen, int hkv, int quant, int ceil_rule, uint thr,
                          int pow2_dec, int fp8, __global float *out)
 {
     const int c = get_global_id(0), blk = get_global_id(1), bh = get_global_id(2);
     if (c >= d) return;
-    __global const float *src = x + x_off + (size_t)bh * n * d + c;
+    const size_t src = x_off + (size_t)bh * n * d + c;
     __global float *dst = out + (size_t)bh * n_pad * d + c;
     const int j0 = blk * 32, len = clamp(mxa_v_keys(klen, has_klen, hkv, bh, n) - j0, 0, 32);
     if (!quant) {
-        for (int k = 0; k < 32; k++) dst[(size_t)(j0 + k) * d] = k < len ? src[(size_t)(j0 + k) * d] : 0.0f;
+        for (int k = 0; k < 32; k++) dst[(size_t)(j0 + k) * d] = k < len ? mxa_in(x, src + (size_t)(j0 + k) * d, in16) : 0.0f;
         return;
     }
     uint m = 0u;
-    for (int k = 0; k < len; k++) m = max(m, as_uint(src[(size_t)(j0 + k) * d]) & 0x7fffffffu);
+    for (int k = 0; k < len; k++) m = max(m, as_uint(mxa_in(x, src + (size_t)(j0 + k) * d, in16)) & 0x7fffffffu);
     const int e = m >= 0x7f800000u ? 0 : fp8 ? mxa_fp8_exponent(m) : mxa_exponent(m, ceil_rule, thr, pow2_dec);
     for (int k = 0; k < 32; k++) {
         float v = 0.0f;
         if (k < len) {
-            const uint bits = as_uint(src[(size_t)(j0 + k) * d]), a = bits & 0x7fffffffu;
+            const uint bits = as_uint(mxa_in(x, src + (size_t)(j0 + k) * d, in16)), a = bits & 0x7fffffffu;
             v = m >= 0x7f800000u ? NAN
                 : fp8             ? mxa_fp8_decode(mxa_e4m3_code(a, e), bits >> 31, e)
                                   : mxa_decode(mxa_e2m1_code(a, e), bits >> 31, e);
@@ -267,7 +280,7 @@ int mxa_word_pos(int b)
  * of each other gets one scale: codes shifted left by e - min e (|12 << 3| = 96
  * fits int8), every block scale 2^(min e - 1); the same values, and the
  * attention kernel sees equal scales and sums all blocks in one int32 dot product. */
-__kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_pad, int d, float norm,
+__kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int in16, int n, int n_pad, int d, float norm,
                              int hadamard, int ceil_rule, uint thr, int pow2_dec, int scales_t,
                              __global char *out, __global float *exps)
 {
@@ -276,7 +289,7 @@ __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int n, int n_
     const int t = get_local_id(0), r = get_local_id(1), nk = d >> 5;
     const int row = get_global_id(1), bh = get_global_id(2);
     float v[MXA_QK_K];
-    mxa_load_rotated(x, x_off, n, row, bh, d, norm, hadamard, xs, v);
+    mxa_load_rotated(x, x_off, in16, n, row, bh, d, norm, hadamard, xs, v);
     int e[MXA_QK_K];
     uint code[MXA_QK_K];
     mxa_quantize_in_row(v, d, ceil_rule, thr, pow2_dec, xs, bmax, e, code);
@@ -321,20 +334,20 @@ int mxa_v_key(int p)
  * than 3 binades below E unshifted with the factor 2^(e - E + 3) and flags
  * its key block in colx[heads * D + bh * n_pad / 32 + blk]. One work-item per
  * (channel, key block); global (D, n_pad / 32, B*Hkv). */
-__kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int n, int n_pad, int d,
+__kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int in16, int n, int n_pad, int d,
                             __global const int *klen, int has_klen, int hkv, int ceil_rule, uint thr,
                             int pow2_dec, __global uint *out, __global float *exps, __global uint *colx, int pass)
 {
     const int c = get_global_id(0), blk = get_global_id(1), bh = get_global_id(2);
     if (c >= d) return;
-    __global const float *src = x + x_off + (size_t)bh * n * d + c;
+    const size_t src = x_off + (size_t)bh * n * d + c;
     const int j0 = blk * 32, len = clamp(mxa_v_keys(klen, has_klen, hkv, bh, n) - j0, 0, 32);
     /* the block's 32 keys at once, without conditions (keys past n read key n - 1 and
      * are dropped, as are those past the batch's key length), so that the loads are all
      * in flight together */
     uint bits[32];
 #pragma unroll
-    for (int k = 0; k < 32; k++) bits[k] = as_uint(src[(size_t)min(j0 + k, n - 1) * d]);
+    for (int k = 0; k < 32; k++) bits[k] = as_uint(mxa_in(x, src + (size_t)min(j0 + k, n - 1) * d, in16));
     uint m = 0u;
 #pragma unroll
     for (int k = 0; k < 32; k++) {

@@ -37,8 +37,7 @@ const int ROWS = 64 / E;  // rows per workgroup; invocation i holds block i % E 
 const int PITCH = 33;     // shared floats per block
 const uint PAD = 0x80000000u; // marks a padding row in srow (input rows are below 2^31)
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 0) readonly buffer X4 { vec4 x4[]; }; // the same buffer, for x_offset % 4 == 0
+#include "prep_input.glsl"
 // 16-byte stores: a block is 8 (fp32), 4 (fp16) or 2 (int8) of them
 layout(std430, binding = 1) writeonly buffer Y { uvec4 y[]; };
 layout(std430, binding = 2) writeonly buffer R { uint rowscale[]; }; // float bits; OUT_I8: [rows][E] block scales
@@ -97,13 +96,13 @@ void main()
     if (by4) {
         [[unroll]] for (int j = 0; j < 8; j++) {
             const uint i = 4u * (lid + uint(64 * j));
-            const vec4 q = x4[(pc.x_offset + (srow[i / uint(D)] & ~PAD) * uint(D) + i % uint(D)) / 4u];
+            const vec4 q = load_x4(pc.x_offset + (srow[i / uint(D)] & ~PAD) * uint(D) + i % uint(D));
             [[unroll]] for (int c = 0; c < 4; c++) loaded[4 * j + c] = q[c];
         }
     } else {
         [[unroll]] for (int j = 0; j < 32; j++) {
             const uint i = lid + uint(64 * j);
-            loaded[j] = x[pc.x_offset + (srow[i / uint(D)] & ~PAD) * uint(D) + i % uint(D)];
+            loaded[j] = load_x(pc.x_offset + (srow[i / uint(D)] & ~PAD) * uint(D) + i % uint(D));
         }
     }
     [[unroll]] for (int j = 0; j < 32; j++) {

@@ -26,8 +26,7 @@ const int BL = 32 / P;                   // invocations per block of 32
 const int ROWS = 128 / L;                // rows per workgroup
 const int E = D / 32;                    // blocks per row
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 0) readonly buffer X4 { vec4 x4[]; }; // the same buffer, for x_offset % 4 == 0
+#include "prep_input.glsl"
 layout(std430, binding = 1) writeonly buffer Y { uint y[]; };
 layout(std430, binding = 1) writeonly buffer Y2 { uvec2 y2[]; }; // the same buffer: 8- and 16-byte stores
 layout(std430, binding = 1) writeonly buffer Y4 { uvec4 y4[]; };
@@ -84,11 +83,11 @@ void main()
         const uint src = pc.x_offset + (row / pc.n_pad * pc.n + token) * uint(D) + lane * uint(P);
         if ((pc.x_offset & 3u) == 0u) {
             [[unroll]] for (int j = 0; j < P / 4; j++) {
-                const vec4 q = x4[src / 4u + uint(j)];
+                const vec4 q = load_x4(src + uint(4 * j));
                 [[unroll]] for (int c = 0; c < 4; c++) v[4 * j + c] = q[c];
             }
         } else {
-            [[unroll]] for (int i = 0; i < P; i++) v[i] = x[src + uint(i)];
+            [[unroll]] for (int i = 0; i < P; i++) v[i] = load_x(src + uint(i));
         }
     } else {
         [[unroll]] for (int i = 0; i < P; i++) v[i] = 0.0; // padding rows are zeros

@@ -36,7 +36,7 @@ layout(constant_id = 0) const int D = 128;
 layout(constant_id = 13) const int EXTRAS = 0; // bit 2: key lengths (the attention kernels' bits)
 const bool HAS_KEYLEN = (EXTRAS & 4) != 0;
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
+#include "prep_input.glsl"
 #ifdef OUT_F16
 layout(std430, binding = 1) writeonly buffer Y { float16_t y[]; };
 layout(std430, binding = 1) writeonly buffer Y4 { uvec4 y4[]; }; // the same buffer, 8 values per store
@@ -78,7 +78,7 @@ void main()
     [[unroll]] for (uint i = 0u; i < 32u; i++) { // unrolled: all 32 loads in flight at once
         const uint token = blk * 32u + i;
         // clamped index: no lane ever loads out of bounds
-        const uint bv = floatBitsToUint(x[pc.x_offset + (head * pc.n + min(token, pc.n - 1u)) * uint(D) + c]);
+        const uint bv = floatBitsToUint(load_x(pc.x_offset + (head * pc.n + min(token, pc.n - 1u)) * uint(D) + c));
         bits[i] = token < n ? bv : 0u;
         maxbits = max(maxbits, bits[i] & 0x7fffffffu);
     }

@@ -96,11 +96,12 @@ static void check_rule(mxa_rule rule)
     assert_int_equal(mxa_cl_kernel(g_dev, prog, "mxa_prep_v_i8", &k), MXA_OK);
     const cl_rule_args ra = mxa_cl_rule_args(rule);
     const cl_ulong off = 0;
-    const cl_int n = N, npad = NPAD, d = D, has_klen = 0, hkv = HKV;
+    const cl_int n = N, npad = NPAD, d = D, has_klen = 0, hkv = HKV, in16 = 0;
     for (cl_int pass = 0; pass < 2; pass++) {
         cl_args a = {cl, k, 0, CL_SUCCESS};
         mxa_cl_arg(&a, sizeof xb, &xb);
         mxa_cl_arg(&a, sizeof off, &off);
+        mxa_cl_arg(&a, sizeof in16, &in16); /* float32 input */
         mxa_cl_arg(&a, sizeof n, &n);
         mxa_cl_arg(&a, sizeof npad, &npad);
         mxa_cl_arg(&a, sizeof d, &d);

@@ -150,7 +150,7 @@ static int run_check_form(int form, int x_offset, const float *x, int rows, int 
     assert_int_equal(vk_buffer_write(g_dev, sb, 0, fill, sbytes), MXA_OK);
     const vk_buffer *binds[3] = {xb, yb, sb};
     assert_int_equal(vk_batch_begin(g_dev, 0, &batch), MXA_OK);
-    assert_int_equal(vk_prep_qk_dispatch(&batch, VK_K_PREP_QK_I8, form, (uint64_t)(heads * n_pad), (uint64_t)d, binds, &pc,
+    assert_int_equal(vk_prep_qk_dispatch(&batch, VK_K_PREP_QK_I8, form, (uint64_t)(heads * n_pad), (uint64_t)d, MXA_F32, binds, &pc,
                                          sizeof pc), MXA_OK);
     assert_int_equal(vk_batch_submit(&batch, NULL), MXA_OK);
     assert_int_equal(vk_buffer_read(g_dev, yb, 0, y, ybytes), MXA_OK);

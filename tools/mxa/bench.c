@@ -107,17 +107,31 @@ static void inputs_free(dev_inputs *in)
     memset(in, 0, sizeof *in);
 }
 
-/* Device-resident inputs, so the timing holds no host copies. */
+/* The dtype of q, k and v in their device buffers (--dtype); o stays float32. */
+static mxa_dtype in_dtype = MXA_F32;
+
+/* Device-resident inputs, so the timing holds no host copies; q, k, v as in_dtype (16-bit
+ * values rounded from the float32 ones). */
 static int inputs_upload(mxa_device *dev, const shape *s, const float *q, const float *k, const float *v,
                          dev_inputs *in)
 {
-    const size_t bytes = (size_t)(s->b * s->h * s->n * s->d) * sizeof(float);
-    mxa_status st;
+    const size_t n = (size_t)(s->b * s->h * s->n * s->d), bytes = n * sizeof(float), in_bytes = n * mxa_dtype_size(in_dtype);
+    uint16_t *half = in_dtype == MXA_F32 ? NULL : malloc(in_bytes);
+    mxa_status st = in_dtype != MXA_F32 && !half ? MXA_ERR_OUT_OF_MEMORY : MXA_OK;
     memset(in, 0, sizeof *in);
-    if ((st = mxa_buffer_create(dev, bytes, &in->q)) || (st = mxa_buffer_create(dev, bytes, &in->k)) ||
-        (st = mxa_buffer_create(dev, bytes, &in->v)) || (st = mxa_buffer_create(dev, bytes, &in->o)) ||
-        (st = mxa_buffer_upload(in->q, 0, q, bytes)) || (st = mxa_buffer_upload(in->k, 0, k, bytes)) ||
-        (st = mxa_buffer_upload(in->v, 0, v, bytes))) {
+    mxa_buffer **bufs_in[3] = {&in->q, &in->k, &in->v};
+    const float *src[3] = {q, k, v};
+    if (!st) st = mxa_buffer_create(dev, bytes, &in->o);
+    for (int i = 0; i < 3 && !st; i++) {
+        const void *data = src[i];
+        if (half) {
+            for (size_t e = 0; e < n; e++) half[e] = cli_to_half(src[i][e], in_dtype);
+            data = half;
+        }
+        if (!(st = mxa_buffer_create(dev, in_bytes, bufs_in[i]))) st = mxa_buffer_upload(*bufs_in[i], 0, data, in_bytes);
+    }
+    free(half);
+    if (st) {
         inputs_free(in);
         return cli_library_error("bench: device buffers", st);
     }
@@ -125,7 +139,7 @@ static int inputs_upload(mxa_device *dev, const shape *s, const float *q, const 
     mxa_tensor *ts[4] = {&in->tq, &in->tk, &in->tv, &in->to};
     for (int i = 0; i < 4; i++) {
         memset(ts[i], 0, sizeof *ts[i]);
-        ts[i]->dtype = MXA_F32;
+        ts[i]->dtype = i < 3 ? in_dtype : MXA_F32;
         ts[i]->shape[0] = s->b, ts[i]->shape[1] = s->h, ts[i]->shape[2] = s->n, ts[i]->shape[3] = s->d;
         ts[i]->buffer = bufs[i];
     }
@@ -646,6 +660,7 @@ int cmd_bench(int argc, char **argv)
         {"--no-blas", NULL, "skip the OpenBLAS materialised baseline", NULL},
         {"--json", NULL, "print JSON to stdout instead of the table", NULL},
         {"--no-fp32", NULL, "skip the same device's fp32 recipe (slow on a GPU without an fp32 matrix kernel)", NULL},
+        {"--dtype", "T", "q, k, v in the device's buffers as f32 (default), f16 or bf16 (the dtype of cuDNN's SDPA inputs: f16)", NULL},
     };
     cli_spec spec = {"bench", "[--device ID] [--shape B,H,N,D | --shapes PRESET] [--recipe R] [--causal] [--json]",
                      "Times a recipe, the same device's fp32 recipe and an OpenBLAS materialised fp32\n"
@@ -709,6 +724,16 @@ int cmd_bench(int argc, char **argv)
     const int blas = 0;
 #endif
     const int json = options[8].value != NULL;
+    if (options[10].value) {
+        const char *t = options[10].value;
+        if (strcmp(t, "f32") == 0) in_dtype = MXA_F32;
+        else if (strcmp(t, "f16") == 0) in_dtype = MXA_F16;
+        else if (strcmp(t, "bf16") == 0) in_dtype = MXA_BF16;
+        else {
+            cli_error("bench: --dtype '%s': f32, f16 or bf16", t);
+            return CLI_USAGE;
+        }
+    }
     progress_on = isatty(2);
 
     mxa_runtime *rt = NULL;

@@ -388,6 +388,34 @@ float cli_f16_to_f32(uint16_t h)
     return (h & 0x8000) ? -v : v;
 }
 
+uint16_t cli_to_half(float x, mxa_dtype dtype)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if (dtype == MXA_BF16) {
+        if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* a quiet NaN */
+        return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);                /* carries round up */
+    }
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    const float a = fabsf(x);
+    if (isnan(x)) return (uint16_t)(sign | 0x7e00);
+    if (a >= 65520.0f) return (uint16_t)(sign | 0x7c00);                               /* rounds to Inf */
+    if (a < 0x1p-14f) return (uint16_t)(sign | (uint16_t)nearbyintf(a * 0x1p24f)); /* subnormal (or the smallest normal) */
+    int e;
+    frexpf(a, &e);                                  /* a in [2^(e-1), 2^e) */
+    const int m = (int)nearbyintf(ldexpf(a, 11 - e)); /* 11 significant bits: 1024..2048, 2048 carrying into the exponent */
+    return (uint16_t)(sign | (uint16_t)(((e + 14) << 10) + m - 1024));
+}
+
+float cli_from_half(uint16_t h, mxa_dtype dtype)
+{
+    if (dtype != MXA_BF16) return cli_f16_to_f32(h);
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 float *cli_to_f32(const npy_array *a)
 {
     float *out = malloc((size_t)(a->count ? a->count : 1) * sizeof(float));

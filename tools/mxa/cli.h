@@ -147,6 +147,12 @@ cli_row_stats cli_row_sums(const float *s, int64_t n);
 /** Widens an IEEE half (as stored in a '<f2' .npy) to float, exactly. */
 float cli_f16_to_f32(uint16_t h);
 
+/** x rounded to MXA_F16 or MXA_BF16 bits (nearest, ties to even; NaN stays NaN). */
+uint16_t cli_to_half(float x, mxa_dtype dtype);
+
+/** The float value of MXA_F16 or MXA_BF16 bits, exactly. */
+float cli_from_half(uint16_t h, mxa_dtype dtype);
+
 /** The elements of a float32 or float16 array as float32 (a new array; NULL when out of memory). */
 float *cli_to_f32(const npy_array *a);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "conform.h"
+#include "cli.h"
 
 /* ------------------------------------------------------------ problems */
 
@@ -193,42 +194,13 @@ void conform_outputs_free(conform_outputs *out)
     out->o = out->lse = NULL;
 }
 
-/* float32 -> half bits (nearest even) for inputs already representable. */
-static uint16_t to_half_bits(float x, mxa_dtype dt)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if (dt == MXA_BF16) return (uint16_t)(u >> 16);
-    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-    const float a = fabsf(x);
-    if (a == 0.0f) return sign;
-    if (a < 0x1p-14f) return (uint16_t)(sign | (uint16_t)nearbyintf(a * 0x1p24f));
-    int e;
-    const float m = frexpf(a, &e); /* a = m 2^e, m in [0.5, 1) */
-    const uint32_t man = (uint32_t)ldexpf(m, 11) & 0x3ff;
-    return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)man);
-}
-
-static float from_half_bits(uint16_t h, mxa_dtype dt)
-{
-    if (dt == MXA_BF16) {
-        uint32_t u = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    const int exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    float f = exp == 0x1f ? (man ? NAN : INFINITY) : exp == 0 ? ldexpf((float)man, -24) : ldexpf((float)(man | 0x400), exp - 25);
-    return (h & 0x8000) ? -f : f;
-}
-
 /* A host copy of `src` (n floats) in dtype `dt` (a new array). */
 static void *host_input(const float *src, int64_t n, mxa_dtype dt)
 {
     if (dt == MXA_F32) return (void *)src;
     uint16_t *h = malloc((size_t)n * 2);
     if (h)
-        for (int64_t i = 0; i < n; i++) h[i] = to_half_bits(src[i], dt);
+        for (int64_t i = 0; i < n; i++) h[i] = cli_to_half(src[i], dt);
     return h;
 }
 
@@ -244,7 +216,7 @@ static void outputs_to_f32(const unsigned char *src, int64_t n, mxa_dtype dt, fl
     for (int64_t i = 0; i < n; i++) {
         uint16_t hb;
         memcpy(&hb, src + i * 2, 2);
-        dst[i] = from_half_bits(hb, dt);
+        dst[i] = cli_from_half(hb, dt);
     }
 }
 

@@ -18,7 +18,7 @@ typedef enum bad_kind {
     BAD_GQA, BAD_KV_LEN, BAD_OUT_SHAPE, BAD_BATCH, BAD_HEAD_SIZE, BAD_LSE_SHAPE, BAD_LSE_DTYPE,
     BAD_NULL_Q, BAD_NULL_DESC, BAD_NULL_OUT, BAD_NULL_DATA, BAD_DTYPE, BAD_ZERO_LEN, BAD_NEG_STRIDE,
     BAD_RULE_Q9, BAD_QUANT_BITS, BAD_PLACEMENT, BAD_SCALE_NAN, BAD_SCALE_NEG, BAD_FORMAT,
-    BAD_OUT_BUF_SMALL, BAD_IN_BUF_F16, BAD_IN_BUF_OFFSET,
+    BAD_OUT_BUF_SMALL, BAD_IN_BUF_BOOL, BAD_IN_BUF_OFFSET,
     BAD_QUANT_NULL, BAD_QUANT_RULE, BAD_QUANT_DTYPE,
     BAD_ALLOW_NON_FINITE,
     BAD_BIAS_SHAPE, BAD_BIAS_HEADS, BAD_BIAS_BOOL, BAD_MASK_FLOAT, BAD_MASK_SHAPE, BAD_KEY_LENGTH_OVER, BAD_KEY_LENGTH_NEG,
@@ -63,7 +63,7 @@ static const struct {
     {"scale-negative", BAD_SCALE_NEG, MXA_ERR_INVALID_ARGUMENT, "softmax scale -1"},
     {"format", BAD_FORMAT, MXA_ERR_INVALID_ARGUMENT, "format 9"},
     {"out-buffer-too-small", BAD_OUT_BUF_SMALL, MXA_ERR_INVALID_ARGUMENT, "out does not fit its device buffer"},
-    {"in-buffer-f16", BAD_IN_BUF_F16, MXA_ERR_INVALID_ARGUMENT, "a float16 input (q) on a device buffer"},
+    {"in-buffer-bool", BAD_IN_BUF_BOOL, MXA_ERR_INVALID_ARGUMENT, "a bool input (q) on a device buffer"},
     {"in-buffer-offset", BAD_IN_BUF_OFFSET, MXA_ERR_INVALID_ARGUMENT, "q at a byte offset that is not a multiple of 4"},
     {"quantize-null", BAD_QUANT_NULL, MXA_ERR_INVALID_ARGUMENT, "mxa_quantize with codes NULL"},
     {"quantize-rule", BAD_QUANT_RULE, MXA_ERR_INVALID_ARGUMENT, "mxa_quantize with q = 5"},
@@ -158,7 +158,7 @@ static void run_bad(conform_ctx *ctx, const conform_case *c, conform_result *r)
     case BAD_SCALE_NEG: desc.scale = -1.0f; break;
     case BAD_FORMAT: desc.format = (mxa_format)9; break;
     case BAD_OUT_BUF_SMALL:
-    case BAD_IN_BUF_F16:
+    case BAD_IN_BUF_BOOL:
     case BAD_IN_BUF_OFFSET: {
         const size_t bytes = kind == BAD_OUT_BUF_SMALL ? (size_t)nq * 4 - 4 : (size_t)nq * 4 + 64;
         unsigned char *fill = malloc(bytes);
@@ -176,8 +176,8 @@ static void run_bad(conform_ctx *ctx, const conform_case *c, conform_result *r)
         }
         if (kind == BAD_IN_BUF_OFFSET) {
             tq.data = NULL, tq.buffer = buf, tq.offset = 2;
-        } else if (kind == BAD_IN_BUF_F16) {
-            tq.data = NULL, tq.buffer = buf, tq.offset = 0, tq.dtype = MXA_F16;
+        } else if (kind == BAD_IN_BUF_BOOL) {
+            tq.data = NULL, tq.buffer = buf, tq.offset = 0, tq.dtype = MXA_BOOL;
         } else {
             to.data = NULL, to.buffer = buf, to.offset = 0;
         }
