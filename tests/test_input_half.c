@@ -2,8 +2,8 @@
  * float16 and bfloat16 q, k, v in device buffers, on every device present: each backend
  * reads them as their exact float32 values, so attention gives the bytes of the same call
  * on float32 buffers of those values (output and lse), whether the tensor's offset allows
- * the prep kernels' vector loads or not. A backend without 16-bit inputs, and mxa_quantize
- * (float32 buffers only), refuse them with one clear error.
+ * the prep kernels' vector loads or not; mxa_prepare_kv from them gives the K/V cache of the
+ * float32 values. mxa_quantize (float32 buffers only) refuses them with one clear error.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -119,6 +119,51 @@ static void test_half_inputs_match_float32(void **state)
     free(want), free(got);
 }
 
+/* A K/V cache prepared from 16-bit device buffers attends as the one from float32 buffers of
+ * the same values, bit for bit. */
+static void test_prepare_kv_half(void **state)
+{
+    (void)state;
+    const int64_t nq = (int64_t)B * H * NQ * D, nk = (int64_t)B * HKV * NK * D;
+    float *f[3] = {malloc((size_t)nq * 4), malloc((size_t)nk * 4), malloc((size_t)nk * 4)};
+    uint16_t *h[3] = {malloc((size_t)nq * 2), malloc((size_t)nk * 2), malloc((size_t)nk * 2)};
+    float *want = malloc((size_t)nq * 4), *got = malloc((size_t)nq * 4);
+    mxa_device *dev;
+    assert_int_equal(mxa_device_open(rt, "cpu", &dev), MXA_OK);
+    const mxa_dtype dts[2] = {MXA_F16, MXA_BF16};
+    for (int t = 0; t < 2; t++) {
+        for (int i = 0; i < 3; i++) values(dts[t], 21 + (uint64_t)(3 * t + i), 2.5f, i ? nk : nq, f[i], h[i]);
+        float *outs[2] = {want, got};
+        for (int pass = 0; pass < 2; pass++) { /* float32 buffers, then the 16-bit ones */
+            const mxa_dtype dt = pass ? dts[t] : MXA_F32;
+            const size_t es = mxa_dtype_size(dt);
+            mxa_buffer *kb, *vb;
+            assert_int_equal(mxa_buffer_create(dev, (size_t)nk * es, &kb), MXA_OK);
+            assert_int_equal(mxa_buffer_create(dev, (size_t)nk * es, &vb), MXA_OK);
+            assert_int_equal(mxa_buffer_upload(kb, 0, pass ? (const void *)h[1] : (const void *)f[1], (size_t)nk * es), MXA_OK);
+            assert_int_equal(mxa_buffer_upload(vb, 0, pass ? (const void *)h[2] : (const void *)f[2], (size_t)nk * es), MXA_OK);
+            mxa_tensor q, k, v, o;
+            mxa_tensor_init(&q, MXA_F32, B, H, NQ, D, f[0]);
+            mxa_tensor_init(&k, dt, B, HKV, NK, D, NULL);
+            mxa_tensor_init(&v, dt, B, HKV, NK, D, NULL);
+            k.buffer = kb, v.buffer = vb;
+            mxa_tensor_init(&o, MXA_F32, B, H, NQ, D, outs[pass]);
+            mxa_attention_desc desc;
+            assert_int_equal(mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION), MXA_OK);
+            mxa_kv *kv;
+            assert_int_equal(mxa_prepare_kv(dev, &desc, &k, &v, &kv), MXA_OK);
+            desc.kv = kv;
+            assert_int_equal(mxa_attention(dev, &desc, &q, NULL, NULL, &o, NULL, NULL), MXA_OK);
+            mxa_kv_destroy(kv);
+            mxa_buffer_destroy(kb), mxa_buffer_destroy(vb);
+        }
+        assert_memory_equal(got, want, (size_t)nq * 4);
+    }
+    mxa_device_close(dev);
+    for (int i = 0; i < 3; i++) free(f[i]), free(h[i]);
+    free(want), free(got);
+}
+
 /* mxa_quantize takes float32 buffers only: a 16-bit one gets one error naming the dtype. */
 static void test_quantize_refuses_half(void **state)
 {
@@ -141,6 +186,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_half_inputs_match_float32),
+        cmocka_unit_test(test_prepare_kv_half),
         cmocka_unit_test(test_quantize_refuses_half),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
