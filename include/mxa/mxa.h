@@ -360,8 +360,8 @@ typedef struct mxa_attention_info {
  *   per-row m + ln(l) (-inf for a row with no visible key; its o row is 0).
  * q, k and v in device buffers may be float32, float16 or bfloat16 (each its own; on the cpu,
  * vulkan and opencl backends: hip takes float32), read as their exact float32 values: the
- * result is that of float32 tensors of the same values, bit for bit, and a 16-bit tensor
- * halves what the preparation reads. Host inputs of any dtype are converted on the host.
+ * result is that of float32 tensors of the same values, bit for bit (no conversion pass
+ * needed). Host inputs of any dtype are converted on the host.
  * A bias in a device buffer is float32.
  * D must be a multiple of 32; with Hadamard on, one of 32, 64, 128, 256.
  * Host inputs are rejected if non-finite (unless desc->allow_non_finite); device-buffer
