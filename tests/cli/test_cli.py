@@ -142,6 +142,12 @@ def test_usage():
     bad(["demo", "--device="], "non-empty value", 2)
     bad(["demo", "--device", "nope"], "unknown backend 'nope'", 1)
     bad(["demo", "--device", "cpu:7"], "device 'cpu:7'", 1)
+    bad(["bench", "--dtype", "f64"], "--dtype 'f64'", 2)
+    for dt in ("f16", "bf16"):  # 16-bit q, k, v in the device's buffers, said in the JSON
+        out = good(["bench", "--device", "cpu", "--shape", "1,1,64,32", "--reps", "1", "--no-blas", "--no-fp32",
+                    "--json", "--dtype", dt])
+        rec = json.loads(out)
+        check(rec["input_dtype"] == dt and rec["results"][0]["tflops"] > 0, "bench --dtype %s: %r" % (dt, rec))
 
 
 # ---------------------------------------------------------------- files

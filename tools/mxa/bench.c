@@ -110,6 +110,8 @@ static void inputs_free(dev_inputs *in)
 /* The dtype of q, k and v in their device buffers (--dtype); o stays float32. */
 static mxa_dtype in_dtype = MXA_F32;
 
+static const char *dtype_name(mxa_dtype dtype) { return dtype == MXA_F16 ? "f16" : dtype == MXA_BF16 ? "bf16" : "f32"; }
+
 /* Device-resident inputs, so the timing holds no host copies; q, k, v as in_dtype (16-bit
  * values rounded from the float32 ones). */
 static int inputs_upload(mxa_device *dev, const shape *s, const float *q, const float *k, const float *v,
@@ -516,8 +518,9 @@ static void print_table(const result *res, int count, const char *recipe, double
 
 static void print_json(const result *res, int count, const char *recipe, const char *device, double peak, int blas)
 {
-    printf("{\"device\": \"%s\", \"recipe\": \"%s\", \"int8_peak_tops\": %.4f, \"int8_peak_unit\": \"%s\", "
-           "\"openblas\": %s, \"results\": [", device, recipe, peak / 1e12, peak_unit, blas ? "true" : "false");
+    printf("{\"device\": \"%s\", \"recipe\": \"%s\", \"input_dtype\": \"%s\", \"int8_peak_tops\": %.4f, "
+           "\"int8_peak_unit\": \"%s\", \"openblas\": %s, \"results\": [",
+           device, recipe, dtype_name(in_dtype), peak / 1e12, peak_unit, blas ? "true" : "false");
     for (int i = 0; i < count; i++) {
         const result *r = &res[i];
         const double tf = flops(&r->s) / r->t_recipe / 1e12;
@@ -770,8 +773,8 @@ int cmd_bench(int argc, char **argv)
                 if (ri) printf(", ");
                 print_json(all[ri], count, mxa_recipe_name(recipes[ri]), info.id, peak, blas);
             } else {
-                printf("%sdevice %s (%s), variant %s, bc %d, %ld threads, %ld reps (median after a warm-up)\n", ri ? "\n" : "",
-                       info.id, info.name, all[ri][0].variant, all[ri][0].bc, threads, reps);
+                printf("%sdevice %s (%s), variant %s, bc %d, %ld threads, %ld reps (median after a warm-up), %s inputs\n",
+                       ri ? "\n" : "", info.id, info.name, all[ri][0].variant, all[ri][0].bc, threads, reps, dtype_name(in_dtype));
                 print_table(all[ri], count, mxa_recipe_name(recipes[ri]), peak, blas);
             }
         }
