@@ -23,8 +23,13 @@ typedef struct mxa_array {
     float *host;
     void *buffer; /* the backend's own buffer handle */
     size_t offset;
-    mxa_dtype dtype; /* of the buffer's elements (MXA_F32 = 0 on the host) */
+    mxa_dtype dtype; /* q, k, v: of the buffer's elements; MXA_F32 on the host and for K/V decoded
+                        from call->kv (o's is call->o_dtype) */
 } mxa_array;
+
+/* An input's dtype as the prep kernels take it (prep_input.glsl's IN_TYPE, prep.cl's in16):
+ * 0 float32, 1 float16, 2 bfloat16. */
+static inline int mxa_input_code(mxa_dtype dtype) { return dtype == MXA_F16 ? 1 : dtype == MXA_BF16 ? 2 : 0; }
 
 /* A bias (float32) or mask (one byte per element, 0 = hidden) [b, h, nq, nk], dense,
  * where b is 1 or B and h is 1 or H (1 = the same for every batch / head): on the host

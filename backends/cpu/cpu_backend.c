@@ -227,7 +227,7 @@ static mxa_status cpu_attention(void *impl, const mxa_attention_call *call, mxa_
         float *copy[3] = {NULL, NULL, NULL};
         mxa_status st = MXA_OK;
         for (int i = 0; i < 3 && !st; i++)
-            if (in[i]->buffer && in[i]->dtype != MXA_F32 && !(st = widen_input(in[i], &copy[i]))) {
+            if (in[i]->dtype != MXA_F32 && !(st = widen_input(in[i], &copy[i]))) {
                 in[i]->host = copy[i], in[i]->buffer = NULL;
                 in[i]->dtype = MXA_F32;
             }

@@ -476,9 +476,9 @@ static mxa_status enqueue_call(cl_impl *d, const mxa_attention_call *call, run *
     r->rule = mxa_cl_rule_args(call->desc.rule);
     r->rotate[0] = call->desc.hadamard != 0;
     r->rotate[1] = call->desc.hadamard != 0 && !call->kv.buffer;
-    const mxa_array *qkv[3] = {&call->q, &call->k, &call->v};
-    for (int i = 0; i < 3; i++) /* K and V decoded from a prepared K/V are float32 */
-        r->in16[i] = !qkv[i]->buffer || (i && call->kv.buffer) ? 0 : qkv[i]->dtype == MXA_F16 ? 1 : qkv[i]->dtype == MXA_BF16 ? 2 : 0;
+    r->in16[0] = mxa_input_code(call->q.dtype);
+    r->in16[1] = mxa_input_code(call->k.dtype); /* float32 for K and V decoded from a prepared K/V */
+    r->in16[2] = mxa_input_code(call->v.dtype);
     mxa_status st;
     if ((st = mxa_cl_array_in(d, &call->q, SCRATCH_Q, &r->q, &r->q_off))) return st;
     if (call->kv.buffer) st = kv_in(r);

@@ -201,13 +201,8 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
         cb = &in;
     }
     /* q, k, v: float32, or a 16-bit device buffer (prep_input.glsl); K and V decoded above are float32 */
-    mxa_dtype in_dtype[3] = {call->q.buffer ? call->q.dtype : MXA_F32, MXA_F32, MXA_F32};
-    size_t in_size[3];
-    if (!call->kv.buffer) {
-        in_dtype[1] = call->k.buffer ? call->k.dtype : MXA_F32;
-        in_dtype[2] = call->v.buffer ? call->v.dtype : MXA_F32;
-    }
-    for (int i = 0; i < 3; i++) in_size[i] = mxa_dtype_size(in_dtype[i]);
+    const mxa_dtype in_dtype[3] = {call->q.dtype, call->k.dtype, call->v.dtype};
+    const size_t in_size[3] = {mxa_dtype_size(in_dtype[0]), mxa_dtype_size(in_dtype[1]), mxa_dtype_size(in_dtype[2])};
     uint32_t kind, t;
     vk_rule_params(desc->rule, &kind, &t);
     const uint32_t pv_kind = desc->pv_format == MXA_PV_MXFP8 ? 2u : kind; /* P and V: kind 2 is MXFP8 (mxfp4.glsl) */
@@ -239,7 +234,7 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     batch->overlap = 1;
     if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * hkv * nk_pad, d, in_dtype[IN_K], bk, &pk, sizeof pk))) return st;
     spec_d[13] = (int32_t)(extras & 4u); /* prep_v: the key lengths only */
-    spec_d[VK_SPEC_IN_TYPE] = vk_in_type(in_dtype[IN_V]);
+    spec_d[VK_SPEC_IN_TYPE] = mxa_input_code(in_dtype[IN_V]);
     vk_grid_1d(b * hkv * (nk_pad / 32) * d, 64, &gx, &gy); /* prep_v: an invocation per column and block of 32 tokens */
     if (kern.prep_v == VK_K_PREP_V_F16 || kern.prep_v == VK_K_PREP_V_I8A) { /* pass 0: each V column's largest block exponent */
         pv.pass = 0;

@@ -103,8 +103,6 @@ uint32_t vk_elem_offset_of(const vk_device *dev, const vk_buffer *buf, size_t of
     return (uint32_t)((buf->base % dev->storage_align + offset) / esize);
 }
 
-int32_t vk_in_type(mxa_dtype dtype) { return dtype == MXA_F16 ? 1 : dtype == MXA_BF16 ? 2 : 0; }
-
 /* A scratch buffer of at least `size` bytes in slot `slot`, kept between calls. */
 mxa_status vk_scratch(vk_device *dev, int slot, VkDeviceSize size, vk_buffer **out)
 {

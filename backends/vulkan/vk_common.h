@@ -220,9 +220,8 @@ vk_buffer vk_buffer_view(const vk_buffer *buf, VkDeviceSize offset, VkDeviceSize
 uint32_t vk_elem_offset(const vk_device *dev, const vk_buffer *buf, size_t offset);
 /* The same offset in elements of `esize` bytes (2 for a 16-bit input). */
 uint32_t vk_elem_offset_of(const vk_device *dev, const vk_buffer *buf, size_t offset, size_t esize);
-/* The prep kernels' constant IN_TYPE (prep_input.glsl) for an input's dtype. */
+/* The prep kernels' constant IN_TYPE (prep_input.glsl): mxa_input_code of the input's dtype. */
 #define VK_SPEC_IN_TYPE 2
-int32_t vk_in_type(mxa_dtype dtype);
 
 /* ---- vk_pipelines.c ---- */
 /* One recorded batch of dispatches: into mxa's own command buffer, submitted and waited

@@ -36,7 +36,7 @@ mxa_status vk_prep_qk_dispatch(vk_batch *batch, vk_kernel kernel, int form, uint
                                const vk_buffer *const bindings[3], const void *push, uint32_t push_size)
 {
     int32_t spec[VK_SPEC_COUNT] = {(int32_t)d};
-    spec[VK_SPEC_IN_TYPE] = vk_in_type(in_dtype);
+    spec[VK_SPEC_IN_TYPE] = mxa_input_code(in_dtype);
     if (form == VK_PREP_QK_AUTO) { /* MXA_VULKAN_PREP_QK=shared: the shared-memory form, to compare the two */
         const char *env = getenv("MXA_VULKAN_PREP_QK");
         if (env && strcmp(env, "shared") == 0) form = VK_PREP_QK_SHARED;
