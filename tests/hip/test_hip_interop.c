@@ -428,6 +428,12 @@ static void test_misuse(void **state)
     assert_int_equal(st, MXA_ERR_BACKEND);
     assert_non_null(strstr(mxa_last_error_message(), "hipErrorInvalidHandle"));
     assert_int_equal(mxa_hip_attention_enqueue(a.dev, a.s1, NULL, &tq, &tk, &tv, &to, &tl), MXA_ERR_INVALID_ARGUMENT);
+    /* hip takes float32 inputs only: a float16 q buffer is one clear error, and nothing launches */
+    tq.dtype = MXA_F16;
+    assert_int_equal(mxa_hip_attention_enqueue(a.dev, a.s1, &desc, &tq, &tk, &tv, &to, &tl), MXA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(mxa_last_error_message(), "q: device-buffer tensors here must be float32"));
+    assert_int_equal(log_count("launch"), 0);
+    tq.dtype = MXA_F32;
     /* A wrap of another device's memory on that device is fine. */
     mxa_device *dev1 = NULL;
     assert_int_equal(mxa_hip_device_create(a.rt, 1, &dev1), MXA_OK);
