@@ -6,6 +6,8 @@
 # Needs clang-14, llvm-14 (opt, llc, llvm-link), libclc-14 (apt) and network to PyPI once (ptxas
 # and nvdisasm from NVIDIA's wheels, unpacked into $MXA_SASS_TOOLS, default /tmp/mxa-sass-tools).
 #   tests/opencl/mma_sass.sh [-DMXA_D=128 -DMXA_BC=64 -DMXA_STAGES=2 -DMXA_PNQ=1 ...]
+# MXA_SASS_MAXREG=N caps the registers as -cl-nv-maxrregcount=N would (spills then show);
+# MXA_SASS_KEEP=DIR keeps the PTX and the cubin there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tools=${MXA_SASS_TOOLS:-/tmp/mxa-sass-tools}
@@ -44,8 +46,9 @@ clang-14 -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -Xclang -finclude-defau
 llvm-link-14 --only-needed "$work/k.bc" /usr/lib/clc/nvptx64--nvidiacl.bc -o "$work/kl.bc" 2>/dev/null
 opt-14 -O3 "$work/kl.bc" -o "$work/ko.bc"
 llc-14 -O3 -mcpu=sm_80 -mattr=+ptx70 "$work/ko.bc" -o "$work/k.ptx"
-"$ptxas" -arch=sm_90 -v "$work/k.ptx" -o "$work/k.cubin" 2>&1 |
+"$ptxas" -arch=sm_90 -v ${MXA_SASS_MAXREG:+-maxrregcount=$MXA_SASS_MAXREG} "$work/k.ptx" -o "$work/k.cubin" 2>&1 |
     awk '/Compiling entry function/ { on = /mxa_attention_mma/ } on && /registers|spill/'
+[ -z "${MXA_SASS_KEEP:-}" ] || { mkdir -p "$MXA_SASS_KEEP" && cp "$work/k.ptx" "$work/k.cubin" "$MXA_SASS_KEEP/"; }
 [ -n "$nvdisasm" ] || exit 0
 # the opcodes of the longest loop (the key-tile loop; both the chained and the per-block paths)
 "$nvdisasm" -c "$work/k.cubin" 2>/dev/null | python3 -c '
