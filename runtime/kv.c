@@ -33,12 +33,11 @@ static mxa_status dense_rows(const mxa_tensor *t, const char *name, float **out)
         return MXA_OK;
     }
     if (t->dtype == MXA_F32) return mxa_buffer_download(t->buffer, t->offset, *out, n * sizeof(float));
-    if (t->dtype != MXA_F16 && t->dtype != MXA_BF16)
-        return mxa_fail(MXA_ERR_INVALID_ARGUMENT, "%s: device-buffer tensors must be float32, float16 or bfloat16", name);
+    /* float16 or bfloat16: mxa_attention_check has refused MXA_BOOL */
     uint16_t *half = malloc(n * 2); /* 16-bit: downloaded, then widened exactly */
     mxa_status st = half ? mxa_buffer_download(t->buffer, t->offset, half, n * 2)
                          : mxa_fail(MXA_ERR_OUT_OF_MEMORY, "mxa_prepare_kv: out of memory for %s", name);
-    for (size_t i = 0; !st && i < n; i++) (*out)[i] = t->dtype == MXA_F16 ? mxa_f16_to_f32(half[i]) : mxa_bf16_to_f32(half[i]);
+    if (!st) mxa_widen16(t->dtype, half, n, *out);
     free(half);
     return st;
 }

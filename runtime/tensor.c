@@ -41,6 +41,11 @@ float mxa_bf16_to_f32(uint16_t h)
     return float_of((uint32_t)h << 16);
 }
 
+void mxa_widen16(mxa_dtype dtype, const uint16_t *src, size_t n, float *out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = dtype == MXA_F16 ? mxa_f16_to_f32(src[i]) : mxa_bf16_to_f32(src[i]);
+}
+
 uint16_t mxa_f32_to_bf16(float f)
 {
     uint32_t u = bits_of(f);

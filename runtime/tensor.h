@@ -2,6 +2,7 @@
 #ifndef MXA_RUNTIME_TENSOR_H
 #define MXA_RUNTIME_TENSOR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mxa/mxa.h"
@@ -10,6 +11,8 @@ float mxa_f16_to_f32(uint16_t h);
 uint16_t mxa_f32_to_f16(float f); /* round to nearest even, overflow to Inf */
 float mxa_bf16_to_f32(uint16_t h);
 uint16_t mxa_f32_to_bf16(float f); /* round to nearest even */
+/* n float16 (dtype MXA_F16) or bfloat16 (MXA_BF16) elements as their exact float32 values. */
+void mxa_widen16(mxa_dtype dtype, const uint16_t *src, size_t n, float *out);
 
 /* Checks dtype, shape (> 0), strides (>= 0) and that data or buffer is set. */
 mxa_status mxa_tensor_check(const mxa_tensor *t, const char *name);

@@ -188,11 +188,36 @@ static void test_quantize_refuses_half(void **state)
     mxa_device_close(dev);
 }
 
+/* mxa_prepare_kv takes float32, float16 and bfloat16 device buffers (it widens any dtype but
+ * float32 as 16-bit): a bool one is refused before that, with one error and no cache. */
+static void test_prepare_kv_refuses_bool(void **state)
+{
+    (void)state;
+    mxa_device *dev;
+    mxa_buffer *kb, *vb;
+    assert_int_equal(mxa_device_open(rt, "cpu", &dev), MXA_OK);
+    assert_int_equal(mxa_buffer_create(dev, (size_t)B * HKV * NK * D, &kb), MXA_OK);
+    assert_int_equal(mxa_buffer_create(dev, (size_t)B * HKV * NK * D * 4, &vb), MXA_OK);
+    mxa_tensor k, v;
+    mxa_tensor_init(&k, MXA_BOOL, B, HKV, NK, D, NULL);
+    mxa_tensor_init(&v, MXA_F32, B, HKV, NK, D, NULL);
+    k.buffer = kb, v.buffer = vb;
+    mxa_attention_desc desc;
+    assert_int_equal(mxa_attention_desc_init(&desc, MXA_RECIPE_MXATTENTION), MXA_OK);
+    mxa_kv *kv = NULL;
+    assert_int_equal(mxa_prepare_kv(dev, &desc, &k, &v, &kv), MXA_ERR_INVALID_ARGUMENT);
+    assert_null(kv);
+    assert_non_null(strstr(mxa_last_error_message(), "must be float tensors"));
+    mxa_buffer_destroy(kb), mxa_buffer_destroy(vb);
+    mxa_device_close(dev);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_half_inputs_match_float32),
         cmocka_unit_test(test_prepare_kv_half),
+        cmocka_unit_test(test_prepare_kv_refuses_bool),
         cmocka_unit_test(test_quantize_refuses_half),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -214,7 +214,7 @@ static mxa_status widen_input(const mxa_array *a, float **copy)
     const size_t n = (size_t)(a->b * a->h * a->n * a->d);
     const uint16_t *src = (const uint16_t *)((const char *)a->buffer + a->offset);
     if (!(*copy = malloc(n * sizeof(float)))) return mxa_fail(MXA_ERR_OUT_OF_MEMORY, "cpu attention: out of memory widening a 16-bit input");
-    for (size_t i = 0; i < n; i++) (*copy)[i] = a->dtype == MXA_F16 ? mxa_f16_to_f32(src[i]) : mxa_bf16_to_f32(src[i]);
+    mxa_widen16(a->dtype, src, n, *copy);
     return MXA_OK;
 }
 
