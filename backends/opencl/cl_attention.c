@@ -289,6 +289,14 @@ static mxa_status run_mma(run *r)
              mxa_env_flag("MXA_OPENCL_NATIVE_EXP2") ? " -DMXA_NATIVE_EXP2" : "",
              exact_exp ? " -DMXA_EXACT_EXP" : "", no_async ? " -DMXA_NO_CP_ASYNC" : "",
              mxa_env_flag("MXA_OPENCL_PER_BLOCK_QK") ? " -DMXA_QK_CHAIN=0" : "", r->extra_options);
+    /* The tensor-core family runs where inline PTX does: its prep program is built for this D
+     * (the per-row loops unroll) and exchanges a row's values with warp shuffles (prep.cl,
+     * MXA_PTX_SHFL). MXA_OPENCL_PREP_QK=local keeps local memory and barriers (the same bits,
+     * for A/B timing). */
+    const char *prep_form = getenv("MXA_OPENCL_PREP_QK");
+    char prep_options[64];
+    snprintf(prep_options, sizeof prep_options, "-cl-std=CL1.2 -DMXA_PREP_D=%d%s", r->s.d,
+             prep_form && strcmp(prep_form, "local") == 0 ? "" : " -DMXA_PTX_SHFL");
     const size_t sf = sizeof(float);
     /* V's column exponents [b * hkv][D] and key-block flags [b * hkv][nk_pad / 32] (prep.cl) */
     const size_t kv_heads = (size_t)r->s.b * r->s.hkv, vx_bytes = kv_heads * (dim + (size_t)r->s.nk_pad / 32) * sizeof(cl_uint);
@@ -296,7 +304,7 @@ static mxa_status run_mma(run *r)
     if ((st = mxa_cl_scratch(d, SCRATCH_QP, qrows * dim, &q8)) || (st = mxa_cl_scratch(d, SCRATCH_QS, qrows * dim / 32 * sf, &qe)) ||
         (st = mxa_cl_scratch(d, SCRATCH_KP, krows * dim, &k8)) || (st = mxa_cl_scratch(d, SCRATCH_KS, krows * dim / 32 * sf, &ke)) ||
         (st = mxa_cl_scratch(d, SCRATCH_VP, krows * dim, &v8)) || (st = mxa_cl_scratch(d, SCRATCH_VS, krows * dim / 32 * sf, &ve)) ||
-        (st = mxa_cl_scratch(d, SCRATCH_VX, vx_bytes, &vx)) || (st = mxa_cl_program(d, CL_FAMILY_PREP, "-cl-std=CL1.2", &prep)) ||
+        (st = mxa_cl_scratch(d, SCRATCH_VX, vx_bytes, &vx)) || (st = mxa_cl_program(d, CL_FAMILY_PREP, prep_options, &prep)) ||
         (st = mxa_cl_kernel(d, prep, "mxa_prep_qk_i8", &kqk)) || (st = mxa_cl_kernel(d, prep, "mxa_prep_v_i8", &kv)) ||
         (st = mxa_cl_program(d, CL_FAMILY_MMA, options, &prog)) || (st = mxa_cl_kernel(d, prog, "mxa_attention_mma", &k)))
         goto out;

@@ -226,11 +226,10 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     if ((st = vk_batch_fill(batch, &w[W_VMAX], L->size[W_VMAX]))) return st;
     const vk_buffer *bq[3] = {cb->in[IN_Q], &w[W_QP], &w[W_QS]}, *bk[3] = {cb->in[IN_K], &w[W_KP], &w[W_KS]};
     const vk_buffer *bv[5] = {cb->in[IN_V], &w[W_VP], &w[W_VS], &w[W_VMAX], keylen};
-    /* Q's, K's and V's first prep dispatch are independent: they run without barriers between
-     * them (one pipeline drain and fill instead of three); the first V pass's barrier orders all
-     * three before what reads them */
-    batch->overlap = 1;
-    if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * h * nq_pad, d, in_dtype[IN_Q], bq, &pq, sizeof pq))) return st;
+    /* The preparations run in two rounds without barriers inside them (one pipeline drain and
+     * fill per round): K's with V's first pass, whose barrier orders them before what reads
+     * them, then Q's with V's second pass, which needs the first. Q's in the second round
+     * balances the two (a V pass reads as much as a Q or K prep). */
     batch->overlap = 1;
     if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * hkv * nk_pad, d, in_dtype[IN_K], bk, &pk, sizeof pk))) return st;
     spec_d[13] = (int32_t)(extras & 4u); /* prep_v: the key lengths only */
@@ -241,6 +240,8 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
         if ((st = vk_batch_dispatch(batch, kern.prep_v, spec_d, 0, bv, 5, &pv, sizeof pv, gx, gy, 1))) return st;
         pv.pass = 1;
     }
+    batch->overlap = 1;
+    if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * h * nq_pad, d, in_dtype[IN_Q], bq, &pq, sizeof pq))) return st;
     if ((st = vk_batch_dispatch(batch, kern.prep_v, spec_d, 0, bv, 5, &pv, sizeof pv, gx, gy, 1))) return st;
     const int32_t mode = (int32_t)(qpq | pnq << 1 | kind << 2 | (desc->pv_format == MXA_PV_MXFP8 ? 8u : 0u));
     const uint32_t bias_sb = call->bias.b == 1 ? 0u : (uint32_t)((uint64_t)call->bias.h * plane);

@@ -95,6 +95,30 @@ __kernel void mxa_quantize_rows_fp8(__global const float *x, ulong x_off, int ro
  */
 #define MXA_QK_K 8
 #define MXA_QK_ROWS 8
+/* Blocks per row: MXA_PREP_D, where the program is built for one D, makes it a constant, so
+ * the loops over a work-item's elements unroll and v[] stays in registers. */
+#ifdef MXA_PREP_D
+#define MXA_QK_BLOCKS(d) ((void)(d), MXA_PREP_D >> 5)
+#else
+#define MXA_QK_BLOCKS(d) ((d) >> 5)
+#endif
+
+/* MXA_PTX_SHFL (NVIDIA, whose compiler takes inline PTX; the cl-mma-ptx family builds the
+ * prep program with it): a row's 32 work-items are one warp, so the Hadamard stages h < 32
+ * and the block maxima exchange values with shfl.sync instead of local memory and barriers.
+ * The same partners, so the same bits. */
+#ifdef MXA_PTX_SHFL
+#ifndef MXA_ASM
+#define MXA_ASM asm
+#endif
+uint mxa_shfl_xor(uint v, int mask)
+{
+    uint r;
+    MXA_ASM volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(mask));
+    return r;
+}
+void mxa_warp_sync(void) { MXA_ASM volatile("bar.warp.sync 0xffffffff;" ::: "memory"); }
+#endif
 
 /* v[k] = element t + 32k of row `row` of head `bh` (0 past n), rotated when
  * `hadamard`: the reference's butterflies h = 1, 2, ..., d/2 of (a + b, a - b),
@@ -106,7 +130,7 @@ __kernel void mxa_quantize_rows_fp8(__global const float *x, ulong x_off, int ro
 void mxa_load_rotated(__global const float *x, ulong x_off, int in16, int n, int row, int bh, int d, float norm,
                       int hadamard, __local float *xs, float v[MXA_QK_K])
 {
-    const int t = get_local_id(0), r = get_local_id(1), nr = get_local_size(1), nk = d >> 5;
+    const int t = get_local_id(0), r = get_local_id(1), nr = get_local_size(1), nk = MXA_QK_BLOCKS(d);
     for (int k = 0; k < MXA_QK_K; k++) v[k] = 0.0f;
     if (row < n) {
         const size_t src = x_off + ((size_t)bh * n + row) * d + t;
@@ -114,6 +138,15 @@ void mxa_load_rotated(__global const float *x, ulong x_off, int in16, int n, int
             if (k < nk) v[k] = mxa_in(x, src + 32 * k, in16);
     }
     if (!hadamard) return;
+#ifdef MXA_PTX_SHFL
+    (void)r, (void)nr, (void)xs;
+    for (int h = 1; h < 32; h *= 2)
+        for (int k = 0; k < MXA_QK_K; k++)
+            if (k < nk) {
+                const float p = as_float(mxa_shfl_xor(as_uint(v[k]), h));
+                v[k] = (t & h) ? p - v[k] : v[k] + p;
+            }
+#else
     for (int h = 1, s = 0; h < 32; h *= 2, s ^= 1) {
         __local float *b = xs + (s * nr + r) * d;
         for (int k = 0; k < MXA_QK_K; k++)
@@ -125,6 +158,7 @@ void mxa_load_rotated(__global const float *x, ulong x_off, int in16, int n, int
                 v[k] = (t & h) ? p - v[k] : v[k] + p;
             }
     }
+#endif
     for (int hk = 1; hk < MXA_QK_K; hk *= 2)
         if (hk < nk) {
             float w[MXA_QK_K];
@@ -143,8 +177,19 @@ void mxa_load_rotated(__global const float *x, ulong x_off, int in16, int n, int
 void mxa_quantize_in_row(const float v[MXA_QK_K], int d, int ceil_rule, uint thr, int pow2_dec,
                          __local float *xs, __local uint *bmax, int e[MXA_QK_K], uint code[MXA_QK_K])
 {
-    const int t = get_local_id(0), r = get_local_id(1), nr = get_local_size(1), nk = d >> 5;
-    __local float *a = xs + (nr + r) * d; /* buffer 1 */
+    const int t = get_local_id(0), r = get_local_id(1), nk = MXA_QK_BLOCKS(d);
+#ifdef MXA_PTX_SHFL
+    (void)xs;
+    for (int k = 0; k < MXA_QK_K; k++)
+        if (k < nk) { /* block k: a butterfly max over the warp, every lane ends with it */
+            uint m = as_uint(v[k]) & 0x7fffffffu;
+            for (int h = 1; h < 32; h *= 2) m = max(m, mxa_shfl_xor(m, h));
+            if (t == k) bmax[r * MXA_QK_K + k] = m;
+        }
+    /* bmax of this row is written and read by its own warp only */
+    mxa_warp_sync();
+#else
+    __local float *a = xs + (get_local_size(1) + r) * d; /* buffer 1 */
     for (int k = 0; k < MXA_QK_K; k++)
         if (k < nk) a[32 * k + t] = as_float(as_uint(v[k]) & 0x7fffffffu);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -154,6 +199,7 @@ void mxa_quantize_in_row(const float v[MXA_QK_K], int d, int ceil_rule, uint thr
         bmax[r * MXA_QK_K + t] = m;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     for (int k = 0; k < MXA_QK_K; k++) {
         e[k] = 0;
         code[k] = 0u;
@@ -178,7 +224,7 @@ __kernel void mxa_prep_qk(__global const float *x, ulong x_off, int in16, int n,
 {
     __local float xs[2 * 1024];
     __local uint bmax[MXA_QK_ROWS * MXA_QK_K];
-    const int t = get_local_id(0), r = get_local_id(1), nk = d >> 5;
+    const int t = get_local_id(0), r = get_local_id(1), nk = MXA_QK_BLOCKS(d);
     const int row = get_global_id(1), bh = get_global_id(2);
     float v[MXA_QK_K];
     mxa_load_rotated(x, x_off, in16, n, row, bh, d, norm, hadamard, xs, v);
@@ -286,7 +332,7 @@ __kernel void mxa_prep_qk_i8(__global const float *x, ulong x_off, int in16, int
 {
     __local float xs[2 * 1024];
     __local uint bmax[MXA_QK_ROWS * MXA_QK_K];
-    const int t = get_local_id(0), r = get_local_id(1), nk = d >> 5;
+    const int t = get_local_id(0), r = get_local_id(1), nk = MXA_QK_BLOCKS(d);
     const int row = get_global_id(1), bh = get_global_id(2);
     float v[MXA_QK_K];
     mxa_load_rotated(x, x_off, in16, n, row, bh, d, norm, hadamard, xs, v);
@@ -363,9 +409,11 @@ __kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int in16, int 
     const uint cm = *colmax;
     const int shift = m == 0u || cm == 0u ? 0 : e - ((int)cm - 128 - 3);
     const int low = shift < 0, lift = low ? 0 : shift;
-    __global uint *dst = out + ((size_t)bh * d + c) * (n_pad / 4) + j0 / 4;
+    /* the block's 32 bytes, 32-byte aligned: two 16-byte stores */
+    __global uint4 *dst = (__global uint4 *)(out + ((size_t)bh * d + c) * (n_pad / 4) + j0 / 4);
+    uint words[8];
 #pragma unroll
-    for (int w = 0; w < 8; w++) { /* unrolled: bits[] is indexed by constants only */
+    for (int w = 0; w < 8; w++) { /* unrolled: bits[] and words[] are indexed by constants only */
         uint word = 0u;
 #pragma unroll
         for (int i = 0; i < 4; i++) {
@@ -373,8 +421,10 @@ __kernel void mxa_prep_v_i8(__global const float *x, ulong x_off, int in16, int 
             const int tw = mxa_e2m1_twice(mxa_e2m1_code(b & 0x7fffffffu, e)) << lift;
             word |= ((uint)((b >> 31) ? -tw : tw) & 0xffu) << (8 * i);
         }
-        dst[mxa_word_pos(4 * w) >> 2] = word;
+        words[mxa_word_pos(4 * w) >> 2] = word;
     }
+    dst[0] = (uint4)(words[0], words[1], words[2], words[3]);
+    dst[1] = (uint4)(words[4], words[5], words[6], words[7]);
     exps[((size_t)bh * (n_pad / 32) + blk) * d + c] = as_float(low ? mxa_pow2_bits(shift) : 0x3f800000u);
     if (low) atomic_or(colx + (size_t)get_global_size(2) * d + (size_t)bh * (n_pad / 32) + blk, 1u);
 }

@@ -382,9 +382,13 @@ void main()
                 }
                 [[unroll]] for (int i = 0; i < NE_S; i++) {
                     const float ks = sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB];
+                    // FOLD: dot * ks as one fma, (12582912 + dot) ks - 12582912 ks: ks is a power of two
+                    // (prep_qk_subgroup.comp), so both products are exact and the fma rounds the
+                    // exact dot * ks once, as the multiply does
+                    const float nks = -12582912.0 * ks;
                     [[unroll]] for (int rb = 0; rb < RB; rb++) {
                         precise float dot = intBitsToFloat(si[rb][i]) - 12582912.0;
-                        s[rb * KT + kt][i] = FOLD ? dot * ks : dot * (ks * (code_low(s_code(i)) ? qs_lo[rb] : qs_hi[rb]));
+                        s[rb * KT + kt][i] = FOLD ? fma(intBitsToFloat(si[rb][i]), ks, nks) : dot * (ks * (code_low(s_code(i)) ? qs_lo[rb] : qs_hi[rb]));
                     }
                 }
             }
