@@ -219,25 +219,69 @@ void cp_async_wait(int pending) { (void)pending; }
 #define VWORDS (MXA_D * VPITCH)
 #define STAGE_WORDS (KWORDS + VWORDS + MXA_BC * DB + NKB * MXA_D)
 
+/* A tile's copy in 16-byte chunks: work-item tid takes chunks tid, tid + WG, ... of the K
+ * tile (key-major, D / 16 chunks per key), the V tile (channel-major, BC / 16 per channel),
+ * the K scales (channel block-major, BC / 4 per block) and the V scales (contiguous). A
+ * chunk's local offset, and its global offset less the tile's, are the same in every tile,
+ * so each work-item finds its global bases once (copy_bases) and a tile adds only j0: the
+ * index arithmetic of a plain copy loop cost about 17 instructions per chunk, a fifth of
+ * the key-tile loop (offline count of the driver's PTX). */
+#define K_CHUNKS (MXA_BC * MXA_D / 16)
+#define V_CHUNKS (MXA_D * MXA_BC / 16)
+#define KF_CHUNKS (MXA_BC * DB / 4)
+#define VF_CHUNKS (NKB * MXA_D / 4)
+#define PIECES(n) (((n) + WG - 1) / WG)
+#if WG % (MXA_BC / 16) != 0 || WG % (MXA_BC / 4) != 0
+#error a work-group must hold whole V rows and K scale rows of a tile
+#endif
+
+typedef struct copy_bases {
+    __global const uint4 *k, *v, *vf; /* tile 0's chunk tid */
+    __global const float *kf;
+    uint v_step, kf_step; /* from piece u to u + 1: WG chunks on in the tile, whole rows apart in memory */
+} copy_bases;
+
+copy_bases copy_setup(uint tid, __global const uint4 *kbase, __global const uint4 *vbase, __global const float *kfbase,
+                      __global const uint4 *vfbase, uint nk_pad)
+{
+    copy_bases c;
+    c.k = kbase + tid;
+    c.v = vbase + (size_t)(tid / (MXA_BC / 16)) * (nk_pad / 16) + tid % (MXA_BC / 16);
+    c.v_step = WG / (MXA_BC / 16) * (nk_pad / 16);
+    c.kf = kfbase + (size_t)(tid / (MXA_BC / 4)) * nk_pad + tid % (MXA_BC / 4) * 4;
+    c.kf_step = WG / (MXA_BC / 4) * nk_pad;
+    c.vf = vfbase + tid;
+    return c;
+}
+
 /* Starts copying tile j0 of K, V and their scales into one stage at `buf`:
  * K [key][d], V [d][key], K scales [channel block][key], V scales [key block][d]. */
-void load_tile(__local uint *buf, int j0, int tid, __global const uint4 *kbase, __global const uint4 *vbase,
-               __global const float *kfbase, __global const uint4 *vfbase, int nk_pad)
+void load_tile(__local uint *buf, uint j0, uint tid, const copy_bases *c)
 {
     __local uint *ks = buf, *vs = buf + KWORDS, *kf = vs + VWORDS, *vf = kf + MXA_BC * DB;
-    for (int idx = tid; idx < MXA_BC * MXA_D / 16; idx += WG) {
-        const int key = idx / (MXA_D / 16), c16 = idx % (MXA_D / 16);
-        cp_async16(ks + key * KPITCH + c16 * 4, kbase + (size_t)(j0 + key) * (MXA_D / 16) + c16);
+#pragma unroll
+    for (uint u = 0; u < PIECES(K_CHUNKS); u++) {
+        const uint idx = tid + u * WG;
+        if (K_CHUNKS % WG == 0 || idx < K_CHUNKS)
+            cp_async16(ks + idx / (MXA_D / 16) * KPITCH + idx % (MXA_D / 16) * 4, c->k + j0 * (MXA_D / 16) + u * WG);
     }
-    for (int idx = tid; idx < MXA_D * MXA_BC / 16; idx += WG) {
-        const int ch = idx / (MXA_BC / 16), k16 = idx % (MXA_BC / 16);
-        cp_async16(vs + ch * VPITCH + k16 * 4, vbase + (size_t)ch * (nk_pad / 16) + j0 / 16 + k16);
+#pragma unroll
+    for (uint u = 0; u < PIECES(V_CHUNKS); u++) {
+        const uint idx = tid + u * WG;
+        if (V_CHUNKS % WG == 0 || idx < V_CHUNKS)
+            cp_async16(vs + idx / (MXA_BC / 16) * VPITCH + idx % (MXA_BC / 16) * 4, c->v + j0 / 16 + u * c->v_step);
     }
-    for (int idx = tid; idx < MXA_BC * DB / 4; idx += WG) {
-        const int blk = idx / (MXA_BC / 4), k4 = idx % (MXA_BC / 4);
-        cp_async16(kf + idx * 4, (__global const uint4 *)(kfbase + (size_t)blk * nk_pad + j0) + k4);
+#pragma unroll
+    for (uint u = 0; u < PIECES(KF_CHUNKS); u++) {
+        const uint idx = tid + u * WG;
+        if (KF_CHUNKS % WG == 0 || idx < KF_CHUNKS)
+            cp_async16(kf + idx * 4, (__global const uint4 *)(c->kf + j0 + u * c->kf_step));
     }
-    for (int idx = tid; idx < NKB * MXA_D / 4; idx += WG) cp_async16(vf + idx * 4, vfbase + (size_t)j0 / 32 * MXA_D / 4 + idx);
+#pragma unroll
+    for (uint u = 0; u < PIECES(VF_CHUNKS); u++) {
+        const uint idx = tid + u * WG;
+        if (VF_CHUNKS % WG == 0 || idx < VF_CHUNKS) cp_async16(vf + idx * 4, c->vf + j0 / 32 * (MXA_D / 4) + u * WG);
+    }
     cp_async_commit();
 }
 
@@ -307,14 +351,15 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
     /* V: each column's largest block exponent + 128, and the key blocks holding a factor (prep.cl) */
     __global const uint *vcol = vx + (size_t)kvh * MXA_D;
     __global const uint *vflag = vx + (size_t)(get_num_groups(1) / h) * hkv * MXA_D + (size_t)kvh * (nk_pad / 32);
-    if (ntiles > 0) load_tile(stages, 0, tid, kbase, vbase, kfbase, vfbase, nk_pad);
+    const copy_bases copy = copy_setup((uint)tid, kbase, vbase, kfbase, vfbase, (uint)nk_pad);
+    if (ntiles > 0) load_tile(stages, 0u, (uint)tid, &copy);
 
     for (int tile = 0; tile < ntiles; tile++) {
         const int j0 = tile * MXA_BC;
 #if MXA_STAGES == 2
         barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the stage about to be refilled */
         if (tile + 1 < ntiles) {      /* the next tile streams in while this one is computed */
-            load_tile(stages + ((tile + 1) & 1) * STAGE_WORDS, j0 + MXA_BC, tid, kbase, vbase, kfbase, vfbase, nk_pad);
+            load_tile(stages + ((tile + 1) & 1) * STAGE_WORDS, (uint)(j0 + MXA_BC), (uint)tid, &copy);
             cp_async_wait(1);
         } else {
             cp_async_wait(0);
@@ -323,7 +368,7 @@ void mxa_attention_mma(__global const uint *q8, __global const float *qe, __glob
 #else
         if (tile > 0) {
             barrier(CLK_LOCAL_MEM_FENCE); /* everyone is done with the previous tile */
-            load_tile(stages, j0, tid, kbase, vbase, kfbase, vfbase, nk_pad);
+            load_tile(stages, (uint)j0, (uint)tid, &copy);
         }
         cp_async_wait(0);
         __local const uint *cur = stages;
