@@ -4,7 +4,8 @@ wide, so no barrier diverges; loops stay rolled, or PoCL takes minutes to compil
 Usage, in a scratch copy of the tree (git archive HEAD | tar -x -C /tmp/x):
   python3 tests/opencl/mma_emulate.py shaders/opencl/attention_mma.cl /tmp/e.cl && cp /tmp/e.cl shaders/opencl/attention_mma.cl
   sed -i 's/if (!dd->is_nvidia || dd->type != CL_DEVICE_TYPE_GPU)/if (0)/; s/else if (dd->cc_major < 8)/else if (0)/' backends/opencl/cl_probe.c
-  build, then MXA_OPENCL_NO_ASYNC=1 tests/opencl/test_opencl_attention (about a minute; dump o per case to compare runs).
+  build, then MXA_OPENCL_PREP_QK=local MXA_OPENCL_NO_ASYNC=1 tests/opencl/test_opencl_attention (the local-memory
+  prep: PoCL cannot build the default prep's PTX shuffles; about ten minutes on 2 cores; dump o per case to compare runs).
 """
 import re, sys
 src = open(sys.argv[1]).read()
