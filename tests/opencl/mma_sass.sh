@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Not a test: attention_mma.cl compiled for sm_90 without a GPU, for its register and spill counts
-# (ptxas -v) and, with nvdisasm, an opcode count of its main loop. clang + libclc make the PTX
-# (NVIDIA's own OpenCL compiler makes other PTX, so counts are a guide, not the driver's); libclc
+# (ptxas -v) and, with nvdisasm, opcode counts of its main loop (tests/gpu/driver_sass.py). clang +
+# libclc make the PTX (NVIDIA's own OpenCL compiler makes other PTX, so counts are a guide, not the
+# driver's: driver_sass.py reads the driver's own from a copied kernel-cache entry); libclc
 # lacks native_exp2 and a hardware fma, so a prelude maps them to ex2.approx and the fma builtin.
 # Needs clang-14, llvm-14 (opt, llc, llvm-link), libclc-14 (apt) and network to PyPI once (ptxas
 # and nvdisasm from NVIDIA's wheels, unpacked into $MXA_SASS_TOOLS, default /tmp/mxa-sass-tools).
@@ -50,19 +51,5 @@ llc-14 -O3 -mcpu=sm_80 -mattr=+ptx70 "$work/ko.bc" -o "$work/k.ptx"
     awk '/Compiling entry function/ { on = /mxa_attention_mma/ } on && /registers|spill/'
 [ -z "${MXA_SASS_KEEP:-}" ] || { mkdir -p "$MXA_SASS_KEEP" && cp "$work/k.ptx" "$work/k.cubin" "$MXA_SASS_KEEP/"; }
 [ -n "$nvdisasm" ] || exit 0
-# the opcodes of the longest loop (the key-tile loop; both the chained and the per-block paths)
-"$nvdisasm" -c "$work/k.cubin" 2>/dev/null | python3 -c '
-import collections, re, sys
-labels, ins = {}, []
-for line in sys.stdin:
-    m = re.match(r"^\s*(\.L_x_\d+):", line)
-    if m: labels[m.group(1)] = len(ins); continue
-    m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", line)
-    if m: ins.append(m.group(1))
-loops = [(i - labels[m.group(1)], labels[m.group(1)], i) for i, s in enumerate(ins)
-         for m in [re.search(r"BRA\s+`?\(?(\.L_x_\d+)", s)] if m and labels.get(m.group(1), i) < i]
-if not loops: sys.exit(0)
-_, a, b = max(loops)
-ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", s).split()[0].split(".")[0] for s in ins[a:b + 1])
-print("key-tile loop: %d instructions: " % (b - a + 1) + ", ".join("%s %d" % kv for kv in ops.most_common(16)))
-'
+# opcode counts and the key-tile loop (the longest loop: the chained and the per-block paths), by block
+MXA_SASS_TOOLS=$tools python3 "$root/tests/gpu/driver_sass.py" "$work/k.cubin" "$work/sass" | sed '/ kernel(s); SASS in /d'
