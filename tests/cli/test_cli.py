@@ -148,6 +148,9 @@ def test_usage():
                     "--json", "--dtype", dt])
         rec = json.loads(out)
         check(rec["input_dtype"] == dt and rec["results"][0]["tflops"] > 0, "bench --dtype %s: %r" % (dt, rec))
+        # the backend's own time of each call lies inside the call, so its median does too
+        r0 = rec["results"][0]
+        check(0 < r0["device_seconds"] <= r0["seconds"] and r0["device_tflops"] >= r0["tflops"], "bench device time: %r" % r0)
 
 
 # ---------------------------------------------------------------- files

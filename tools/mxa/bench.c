@@ -7,7 +7,12 @@
  * median after a warm-up (WARMUP_SECONDS of calls, at least one), effective
  * TFLOP/s (4 B H Nq Nk D / t, halved when causal), the ratios, mxa_quantize
  * throughput, and on AVX-512 VNNI machines the measured int8 peak and the
- * fraction of it the kernel reaches.
+ * fraction of it the kernel reaches. The median is the caller's wall time of a
+ * synchronous call; device_ms is the median of the backend's own time of it
+ * (mxa_attention_info.kernel_seconds: GPU timestamps or events from the call's
+ * first dispatch to its last; the CPU's compute), without the submission and
+ * wait that an engine recording into its own command buffers does not pay.
+ * That is the time to compare with a peer timed by GPU events.
  */
 #define _DEFAULT_SOURCE /* syscall(): Linux's AMX permission request */
 #include <math.h>
@@ -38,6 +43,7 @@ typedef struct shape {
 typedef struct result {
     shape s;
     double t_recipe, t_fp32, t_blas, t_sgemm; /* medians, seconds; < 0 when not run */
+    double t_device; /* median of the backend's own time of the call (mxa_attention_info); < 0: unknown */
     double quant_gbs;
     char variant[48];
     int bc;
@@ -487,8 +493,8 @@ static const char *peak_unit = "vpdpbusd";
 
 static void print_table(const result *res, int count, const char *recipe, double peak, int blas)
 {
-    printf("%-22s %-11s %10s %9s %9s %9s %8s %8s %8s\n", "shape B,H,N,D", "recipe", "median_ms", "TFLOP/s",
-           "fp32_ms", "blas_ms", "x_fp32", "x_blas", "%peak");
+    printf("%-22s %-11s %10s %9s %9s %9s %8s %8s %8s %9s %9s\n", "shape B,H,N,D", "recipe", "median_ms", "TFLOP/s",
+           "fp32_ms", "blas_ms", "x_fp32", "x_blas", "%peak", "device_ms", "dev_TF/s");
     for (int i = 0; i < count; i++) {
         const result *r = &res[i];
         char sh[64];
@@ -500,7 +506,9 @@ static void print_table(const result *res, int count, const char *recipe, double
         if (blas && r->t_blas > 0) printf("%9.2f ", r->t_blas * 1e3); else printf("%9s ", "n/a");
         if (r->t_fp32 > 0) printf("%8.2f ", r->t_fp32 / r->t_recipe); else printf("%8s ", "n/a");
         if (blas && r->t_blas > 0) printf("%8.2f ", r->t_blas / r->t_recipe); else printf("%8s ", "n/a");
-        if (peak > 0) printf("%7.1f%%\n", 100.0 * tf * 1e12 / peak); else printf("%8s\n", "n/a");
+        if (peak > 0) printf("%7.1f%% ", 100.0 * tf * 1e12 / peak); else printf("%8s ", "n/a");
+        if (r->t_device > 0) printf("%9.2f %9.3f\n", r->t_device * 1e3, flops(&r->s) / r->t_device / 1e12);
+        else printf("%9s %9s\n", "n/a", "n/a");
     }
     for (int i = 0; i < count; i++)
         if (blas && res[i].t_blas > 0)
@@ -539,6 +547,10 @@ static void print_json(const result *res, int count, const char *recipe, const c
             printf("\"openblas_seconds\": null, \"openblas_sgemm_seconds\": null, \"speedup_vs_openblas\": null, ");
         if (peak > 0) printf("\"fraction_of_int8_peak\": %.4f, ", tf * 1e12 / peak);
         else printf("\"fraction_of_int8_peak\": null, ");
+        if (r->t_device > 0)
+            printf("\"device_seconds\": %.6f, \"device_tflops\": %.4f, ", r->t_device, flops(&r->s) / r->t_device / 1e12);
+        else
+            printf("\"device_seconds\": null, \"device_tflops\": null, ");
         printf("\"quantize_gbs\": %.3f}", r->quant_gbs);
     }
     printf("\n]}\n");
@@ -570,7 +582,7 @@ static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *
     int rc = CLI_OK;
     memset(r, 0, sizeof *r);
     r->s = *s;
-    r->t_blas = r->t_sgemm = r->t_fp32 = -1.0;
+    r->t_blas = r->t_sgemm = r->t_fp32 = r->t_device = -1.0;
     if (!q || !k || !v) {
         cli_error("bench: out of memory for %lld-element inputs", (long long)n);
         rc = CLI_FAIL;
@@ -593,8 +605,9 @@ static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *
     mxa_attention_info info;
     double *tr = calloc((size_t)reps, sizeof(double)), *tf = calloc((size_t)reps, sizeof(double));
     double *tb = calloc((size_t)reps, sizeof(double)), *tg = calloc((size_t)reps, sizeof(double));
+    double *td = calloc((size_t)reps, sizeof(double));
     float *o = blas ? malloc(sizeof(float) * (size_t)n) : NULL;
-    if (!tr || !tf || !tb || !tg || (blas && !o)) {
+    if (!tr || !tf || !tb || !tg || !td || (blas && !o)) {
         cli_error("bench: out of memory");
         rc = CLI_FAIL;
         goto done;
@@ -604,7 +617,7 @@ static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *
         double t, g;
         progress("bench %s %lld,%lld,%lld,%lld rep %d/%d", "attention", s, rep + 1, reps);
         if ((rc = attention_once(dev, &desc, &in, &t, &info))) break;
-        if (rep >= 0) tr[rep] = t;
+        if (rep >= 0) tr[rep] = t, td[rep] = info.kernel_seconds;
         else if (warming(&warm, t)) {
             rep--; /* stay in the warm-up */
             continue;
@@ -629,6 +642,8 @@ static int run_shape(mxa_device *dev, const shape *s, const mxa_attention_desc *
         snprintf(r->variant, sizeof r->variant, "%s", info.variant);
         r->bc = info.bc;
         r->t_recipe = median(tr, reps);
+        r->t_device = median(td, reps);
+        if (td[0] < 0.0) r->t_device = -1.0; /* sorted: one unknown time leaves the median unknown */
         if (with_fp32) r->t_fp32 = median(tf, reps);
         if (blas) {
             r->t_blas = median(tb, reps);
@@ -641,6 +656,7 @@ done:
     free(tf);
     free(tb);
     free(tg);
+    free(td);
     free(o);
 out:
     inputs_free(&in);
