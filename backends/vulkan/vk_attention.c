@@ -269,7 +269,7 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
                                      (int32_t)plan->o_map, (int32_t)plan->a_map};
             memcpy(spec + 4, rest, sizeof rest);
         }
-        spec[13] = (int32_t)extras;
+        spec[13] = (int32_t)(extras | (desc->causal ? 8u : 0u)); /* bit 3: tile skipping (extras.glsl) */
         const vk_buffer *ba[12] = {&w[W_QP], &w[W_KP], &w[W_VP], &w[W_QS], &w[W_KS], &w[W_VS],
                                    ob, lb, bias, mask, keylen, &w[W_VMAX]};
         st = vk_batch_dispatch(batch, kern.attn, spec, plan->subgroup_size, ba, 12, &pa, sizeof pa,

@@ -353,7 +353,9 @@ void main()
         }
         barrier();
         if (tile + 1 < ntiles) fetch_tile(j0 + uint(BC), tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
-        if (int(j0) > warp_last) continue; // this subgroup's rows see none of these keys
+        // this subgroup's rows see none of these keys (causal only: a constant, so a non-causal
+        // pipeline has no second path around the tile, whose merge cost register moves)
+        if (HAS_CAUSAL && int(j0) > warp_last) continue;
 
         // S, scaled: s[rb * KT + kt]; each K fragment serves every row block
         SACCF s[RB * KT];

@@ -9,11 +9,14 @@
 //   keylen[b]: batch b's keys (B entries)
 // A dimension the side array broadcasts over has stride 0.
 
-layout(constant_id = 13) const int EXTRAS = 0; // bit 0 bias, bit 1 mask, bit 2 key lengths
+layout(constant_id = 13) const int EXTRAS = 0; // bit 0 bias, bit 1 mask, bit 2 key lengths, bit 3 causal
 const bool HAS_BIAS = (EXTRAS & 1) != 0;
 const bool HAS_MASK = (EXTRAS & 2) != 0;
 const bool HAS_KEYLEN = (EXTRAS & 4) != 0;
 const bool HAS_SIDE = (EXTRAS & 3) != 0; // a per-element bias or mask
+// A causal call (pc.causal says how rows align). Only tile skipping reads it, so a kernel
+// given 0 for a causal call stays correct, merely without the skip.
+const bool HAS_CAUSAL = (EXTRAS & 8) != 0;
 
 layout(std430, binding = 8) readonly buffer XB { float bias[]; };
 layout(std430, binding = 9) readonly buffer XM { uint maskw[]; };
