@@ -234,15 +234,14 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
     if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * hkv * nk_pad, d, in_dtype[IN_K], bk, &pk, sizeof pk))) return st;
     spec_d[13] = (int32_t)(extras & 4u); /* prep_v: the key lengths only */
     spec_d[VK_SPEC_IN_TYPE] = mxa_input_code(in_dtype[IN_V]);
-    vk_grid_1d(b * hkv * (nk_pad / 32) * d, 64, &gx, &gy); /* prep_v: an invocation per column and block of 32 tokens */
     if (kern.prep_v == VK_K_PREP_V_F16 || kern.prep_v == VK_K_PREP_V_I8A) { /* pass 0: each V column's largest block exponent */
         pv.pass = 0;
-        if ((st = vk_batch_dispatch(batch, kern.prep_v, spec_d, 0, bv, 5, &pv, sizeof pv, gx, gy, 1))) return st;
+        if ((st = vk_prep_v_dispatch(batch, kern.prep_v, b * hkv, nk_pad, d, spec_d, bv, &pv, sizeof pv))) return st;
         pv.pass = 1;
     }
     batch->overlap = 1;
     if ((st = vk_prep_qk_dispatch(batch, kern.prep_qk, VK_PREP_QK_AUTO, b * h * nq_pad, d, in_dtype[IN_Q], bq, &pq, sizeof pq))) return st;
-    if ((st = vk_batch_dispatch(batch, kern.prep_v, spec_d, 0, bv, 5, &pv, sizeof pv, gx, gy, 1))) return st;
+    if ((st = vk_prep_v_dispatch(batch, kern.prep_v, b * hkv, nk_pad, d, spec_d, bv, &pv, sizeof pv))) return st;
     const int32_t mode = (int32_t)(qpq | pnq << 1 | kind << 2 | (desc->pv_format == MXA_PV_MXFP8 ? 8u : 0u));
     const uint32_t bias_sb = call->bias.b == 1 ? 0u : (uint32_t)((uint64_t)call->bias.h * plane);
     const uint32_t bias_sh = call->bias.h == 1 ? 0u : (uint32_t)plane;

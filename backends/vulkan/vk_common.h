@@ -264,6 +264,12 @@ void vk_grid_1d(uint64_t n, uint32_t local, uint32_t *gx, uint32_t *gy);
 /* 1 if prep_qk_subgroup.comp runs on this device at head size d: *p its values per
  * invocation, *subgroup_size the size to require (0: the device's fixed default). */
 int vk_prep_qk_subgroup(const vk_device *dev, uint64_t d, uint32_t *p, uint32_t *subgroup_size);
+/* Records a pass of prep_v.comp (`kernel`: a VK_K_PREP_V_* form) over heads x n_pad tokens of
+ * d columns, bindings x, y, colscale, colmax, keylen; `push` is prep_v.comp's constants (its
+ * pass_ says which pass). */
+mxa_status vk_prep_v_dispatch(vk_batch *batch, vk_kernel kernel, uint64_t heads, uint64_t n_pad, uint64_t d,
+                               const int32_t spec[VK_SPEC_COUNT], const vk_buffer *const bindings[5], const void *push,
+                               uint32_t push_size);
 /* Records prep_qk of rows_pad rows of d values of `in_dtype`; `kernel` names the output form
  * (VK_K_PREP_QK_F32, _F16 or _I8), bindings x, y, scales, push prep_qk.comp's constants. */
 mxa_status vk_prep_qk_dispatch(vk_batch *batch, vk_kernel kernel, int form, uint64_t rows_pad, uint64_t d, mxa_dtype in_dtype,

@@ -32,6 +32,16 @@ int vk_prep_qk_subgroup(const vk_device *dev, uint64_t d, uint32_t *p, uint32_t 
     return 1;
 }
 
+mxa_status vk_prep_v_dispatch(vk_batch *batch, vk_kernel kernel, uint64_t heads, uint64_t n_pad, uint64_t d,
+                               const int32_t spec[VK_SPEC_COUNT], const vk_buffer *const bindings[5], const void *push,
+                               uint32_t push_size)
+{
+    /* either pass: an invocation per column and block of 32 tokens */
+    uint32_t gx, gy;
+    vk_grid_1d(heads * (n_pad / 32) * d, 64, &gx, &gy);
+    return vk_batch_dispatch(batch, kernel, spec, 0, bindings, 5, push, push_size, gx, gy, 1);
+}
+
 mxa_status vk_prep_qk_dispatch(vk_batch *batch, vk_kernel kernel, int form, uint64_t rows_pad, uint64_t d, mxa_dtype in_dtype,
                                const vk_buffer *const bindings[3], const void *push, uint32_t push_size)
 {
