@@ -32,18 +32,12 @@ static VkInstance g_inst = VK_NULL_HANDLE;
 static vk_probe_data g_probe;
 static vk_device *g_dev;
 
-static int fail_or_skip(const char *why)
-{
-    fprintf(stderr, "no Vulkan device for the intdot test: %s\n", why);
-    return vkt_required() ? -1 : 0;
-}
-
 /* The device $MXA_TEST_VULKAN_DEVICE = vulkan:N names, opened as the backend opens it. */
 static int setup(void **state)
 {
     (void)state;
     char reason[MXA_REASON_LEN] = "", name[128] = "";
-    if (!vkt_probe_device(&g_inst, &g_probe, name, sizeof name, reason, sizeof reason)) return fail_or_skip(reason);
+    if (!vkt_probe_device(&g_inst, &g_probe, name, sizeof name, reason, sizeof reason)) return vkt_no_device("intdot", reason);
     fprintf(stderr, "testing attn_intdot on %s (subgroup size %u, shared memory %u)\n", name, g_probe.caps.subgroup_size,
             g_probe.caps.max_shared);
     /* a build or device without the kernel skips (it is not a failure of the device) */
@@ -56,17 +50,14 @@ static int setup(void **state)
         fprintf(stderr, "the device lacks integer dot products, subgroup shuffles or 8-wide subgroups: skipped\n");
         return 0;
     }
-    if (vk_device_open(&g_probe, &g_dev) != MXA_OK) return fail_or_skip(mxa_last_error_message());
+    if (vk_device_open(&g_probe, &g_dev) != MXA_OK) return vkt_no_device("intdot", mxa_last_error_message());
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    if (g_dev) vk_device_close(g_dev);
-    if (g_inst) vkDestroyInstance(g_inst, NULL);
-    g_dev = NULL;
-    g_inst = VK_NULL_HANDLE;
+    vkt_release(&g_inst, &g_dev);
     return 0;
 }
 

@@ -50,32 +50,23 @@ static vk_probe_data g_probe;
 static vk_device *g_dev;
 static int g_subgroup_checks; /* runs of the subgroup form */
 
-static int fail_or_skip(const char *why)
-{
-    fprintf(stderr, "no Vulkan device for the prep_qk_i8 test: %s\n", why);
-    return vkt_required() ? -1 : 0;
-}
-
 /* The device $MXA_TEST_VULKAN_DEVICE = vulkan:N names (the N-th Vulkan 1.1 device that
  * probes, as the backend counts them; default 0), opened the way the backend opens it. */
 static int setup(void **state)
 {
     (void)state;
     char reason[MXA_REASON_LEN] = "", name[128] = "";
-    if (!vkt_probe_device(&g_inst, &g_probe, name, sizeof name, reason, sizeof reason)) return fail_or_skip(reason);
+    if (!vkt_probe_device(&g_inst, &g_probe, name, sizeof name, reason, sizeof reason)) return vkt_no_device("prep_qk_i8", reason);
     fprintf(stderr, "testing prep_qk_i8 on %s\n", name);
-    if (!vk_kernel_available(VK_K_PREP_QK_I8)) return fail_or_skip("prep_qk_i8 was not built");
-    if (vk_device_open(&g_probe, &g_dev) != MXA_OK) return fail_or_skip(mxa_last_error_message());
+    if (!vk_kernel_available(VK_K_PREP_QK_I8)) return vkt_no_device("prep_qk_i8", "prep_qk_i8 was not built");
+    if (vk_device_open(&g_probe, &g_dev) != MXA_OK) return vkt_no_device("prep_qk_i8", mxa_last_error_message());
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    vk_device_close(g_dev);
-    if (g_inst) vkDestroyInstance(g_inst, NULL);
-    g_dev = NULL;
-    g_inst = VK_NULL_HANDLE;
+    vkt_release(&g_inst, &g_dev);
     return 0;
 }
 

@@ -30,17 +30,11 @@ static VkInstance g_inst = VK_NULL_HANDLE;
 static vk_probe_data g_probe;
 static vk_device *g_dev;
 
-static int fail_or_skip(const char *why)
-{
-    fprintf(stderr, "no Vulkan device for the prep_v test: %s\n", why);
-    return vkt_required() ? -1 : 0;
-}
-
 static int setup(void **state)
 {
     (void)state;
     char reason[MXA_REASON_LEN] = "", name[128] = "";
-    if (!vkt_probe_device(&g_inst, &g_probe, name, sizeof name, reason, sizeof reason)) return fail_or_skip(reason);
+    if (!vkt_probe_device(&g_inst, &g_probe, name, sizeof name, reason, sizeof reason)) return vkt_no_device("prep_v", reason);
     if (!vk_kernel_available(VK_K_PREP_V_F16)) {
         fprintf(stderr, "prep_v_f16 not built: skipped\n");
         return 0;
@@ -50,7 +44,7 @@ static int setup(void **state)
         fprintf(stderr, "%s lacks fp16 arithmetic or 16-bit storage: skipped\n", name);
         return 0;
     }
-    if (vk_device_open(&g_probe, &g_dev) != MXA_OK) return fail_or_skip(mxa_last_error_message());
+    if (vk_device_open(&g_probe, &g_dev) != MXA_OK) return vkt_no_device("prep_v", mxa_last_error_message());
     fprintf(stderr, "testing prep_v_f16 on %s\n", name);
     return 0;
 }
@@ -58,10 +52,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    if (g_dev) vk_device_close(g_dev);
-    if (g_inst) vkDestroyInstance(g_inst, NULL);
-    g_dev = NULL;
-    g_inst = VK_NULL_HANDLE;
+    vkt_release(&g_inst, &g_dev);
     return 0;
 }
 

@@ -2,7 +2,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "vk_test_common.h"
 #include "vk_test_probe.h"
+
+int vkt_no_device(const char *what, const char *why)
+{
+    fprintf(stderr, "no Vulkan device for the %s test: %s\n", what, why);
+    return vkt_required() ? -1 : 0;
+}
+
+void vkt_release(VkInstance *inst, vk_device **dev)
+{
+    vk_device_close(*dev);
+    if (*inst) vkDestroyInstance(*inst, NULL);
+    *dev = NULL;
+    *inst = VK_NULL_HANDLE;
+}
 
 int vkt_probe_device(VkInstance *inst, vk_probe_data *probe, char *name, size_t name_size, char *reason, size_t reason_size)
 {

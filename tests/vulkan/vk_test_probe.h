@@ -11,4 +11,11 @@
  * name in `name`; 0 with why in `reason` (*inst may still need destroying). */
 int vkt_probe_device(VkInstance *inst, vk_probe_data *probe, char *name, size_t name_size, char *reason, size_t reason_size);
 
+/* A test setup's answer when `what` cannot run for `why`: it says so, and fails (-1) where
+ * MXA_TEST_REQUIRE_VULKAN=1 asks for a device, else skips (0). */
+int vkt_no_device(const char *what, const char *why);
+
+/* A test teardown: closes *dev (if opened) and destroys *inst (if created), both then reset. */
+void vkt_release(VkInstance *inst, vk_device **dev);
+
 #endif
