@@ -18,6 +18,7 @@
 #include "vk_common.h"
 #include "../../runtime/env.h"
 #include "../../runtime/hadamard.h"
+#include "../../runtime/log.h"
 #include "../../runtime/status.h"
 
 void vk_rule_params(mxa_rule rule, uint32_t *kind, uint32_t *t);
@@ -352,11 +353,13 @@ mxa_status vk_attention_submit(vk_device *dev, const mxa_attention_call *call, m
     if ((st = vk_scratch(dev, S_WS, L.total, &ws))) return st;
     vk_batch batch;
     const double t0 = now_seconds();
-    if ((st = vk_batch_begin(dev, 1, &batch)) || (st = record(&batch, call, &L, ws, &cb)) ||
-        (st = vk_batch_submit_nowait(&batch)))
-        return st;
+    if ((st = vk_batch_begin(dev, 1, &batch)) || (st = record(&batch, call, &L, ws, &cb))) return st;
+    const double t_recorded = now_seconds();
+    if ((st = vk_batch_submit_nowait(&batch))) return st;
     struct vk_inflight *f = &dev->inflight;
     memset(f, 0, sizeof *f);
+    f->t_recorded = t_recorded;
+    f->t_submitted = now_seconds();
     f->pending = pending;
     f->timed = batch.timed;
     f->t0 = t0;
@@ -380,6 +383,12 @@ void vk_complete_inflight(vk_device *dev)
     memset(&dev->inflight, 0, sizeof dev->inflight); /* the reads below must not wait for it again */
     double seconds = -1.0;
     mxa_status st = vk_batch_finish(dev, f.timed, &seconds);
+    /* where a call's time goes beyond the device's: the submit-to-fence time less the device
+     * time is the launch and the wake-up (docs/speed-log.md, 2026-12-07) */
+    MXA_LOG_D("vulkan call: recorded in %.3f ms, submitted in %.3f ms, fence and timestamps read %.3f ms after the "
+              "submission; device time %.3f ms",
+              1e3 * (f.t_recorded - f.t0), 1e3 * (f.t_submitted - f.t_recorded), 1e3 * (now_seconds() - f.t_submitted),
+              seconds >= 0.0 ? 1e3 * seconds : -1.0);
     if (!st && f.o_host) st = vk_buffer_read(dev, &f.o_src, 0, f.o_host, f.o_bytes);
     if (!st && f.lse_host) st = vk_buffer_read(dev, &f.lse_src, 0, f.lse_host, f.lse_bytes);
     f.pending->info.kernel_seconds = seconds >= 0.0 ? seconds : now_seconds() - f.t0;

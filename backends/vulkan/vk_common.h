@@ -154,7 +154,7 @@ typedef struct vk_device {
     struct vk_inflight {
         mxa_pending *pending;
         int timed;
-        double t0;
+        double t0, t_recorded, t_submitted; /* recording started, ended; vkQueueSubmit returned */
         float *o_host, *lse_host; /* host outputs, read from the workspace on completion */
         vk_buffer o_src, lse_src;
         size_t o_bytes, lse_bytes;
