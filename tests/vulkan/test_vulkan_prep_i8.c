@@ -371,6 +371,24 @@ static void test_padding(void **state)
         }
 }
 
+/* (8b) Seven heads of n = 37 rows padded to 40: 280 rows, several workgroups of either form
+ * (the tests above fit in one or two), the last one partly past the end. */
+static void test_many_rows(void **state)
+{
+    (void)state;
+    if (!g_dev) skip();
+    enum { heads = 7, n = 37, n_pad = 40 };
+    static float x[heads * n * MAX_D];
+    for (int di = 0; di < 3; di++)
+        for (int had = 0; had < 2; had++) {
+            const int d = dims[di];
+            tu_rng rng = {(uint64_t)(6500 * d + had)};
+            tu_fill_normal(&rng, x, (int64_t)heads * n * d, 2.0f);
+            for (int r = 0; r < heads * n; r += 11) x[r * d] *= 4096.0f; /* some wide rows */
+            run_check_both_loads(x, heads * n, d, n, n_pad, had, rule_of(had));
+        }
+}
+
 /* (9) The ends of the E8M0 range: subnormal inputs (block exponent -127, scale 2^-127 itself
  * subnormal) and values near 2^124. The rotation only where everything stays normal: its
  * float arithmetic on subnormals is the device's business, the format's exactness is not. */
@@ -413,7 +431,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gaussian),        cmocka_unit_test(test_outlier_block), cmocka_unit_test(test_zero_blocks),
         cmocka_unit_test(test_spread_boundary), cmocka_unit_test(test_hadamard),      cmocka_unit_test(test_padding),
-        cmocka_unit_test(test_magnitudes),      cmocka_unit_test(test_subgroup_form_ran),
+        cmocka_unit_test(test_many_rows),        cmocka_unit_test(test_magnitudes),      cmocka_unit_test(test_subgroup_form_ran),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
