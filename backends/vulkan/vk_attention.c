@@ -35,6 +35,7 @@ void vk_select_opts_from_env(vk_select_opts *o)
     o->shape = mxa_env_coopmat_shape();
     o->disable_coopmat = mxa_env_flag("MXA_DISABLE_COOPMAT");
     o->disable_int_dot = mxa_env_flag("MXA_DISABLE_INT_DOT");
+    o->no_pipe = !mxa_env_bool("MXA_VULKAN_PIPE", 1);
     vk_select_opts_built(o);
 }
 
@@ -263,9 +264,10 @@ static mxa_status record(vk_batch *batch, const mxa_attention_call *call, const 
             spec[5] = (int32_t)plan->rows_per_group;
             for (int i = 0; i < 4; i++) spec[6 + i] = (int32_t)plan->tune[i];
         } else { /* attn_coopmat_khr*.comp */
-            /* constant 5: query rows per subgroup, in either kernel */
+            /* constant 5: query rows per subgroup, in either kernel; 9: the register kernel's PIPE, the smem kernel's PK */
+            const int reg_kernel = plan->id == VK_V_KHR_I8 || plan->id == VK_V_KHR_F16 || plan->id == VK_V_KHR_I8PV;
             const int32_t rest[9] = {mode, (int32_t)(plan->rows_per_group / plan->subgroups), (int32_t)plan->s_shape.n, (int32_t)plan->s_shape.k,
-                                     (int32_t)plan->pv_shape.n, (int32_t)plan->pv_shape.k, (int32_t)plan->s_map,
+                                     (int32_t)plan->pv_shape.n, (int32_t)(reg_kernel ? plan->tune[0] : plan->pv_shape.k), (int32_t)plan->s_map,
                                      (int32_t)plan->o_map, (int32_t)plan->a_map};
             memcpy(spec + 4, rest, sizeof rest);
         }

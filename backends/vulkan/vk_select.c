@@ -97,6 +97,15 @@ static uint32_t reg_warps(int64_t d) { return d <= 64 ? 4u : 8u; }
  * spills two blocks' registers (186.4 against 261.3). int8 P V keeps one. */
 static uint32_t reg_row_blocks(int64_t d, int i8, int pv8, int causal) { return i8 && !pv8 && !causal && d <= 64 ? 2u : 1u; }
 
+/* Whether the register kernel computes the next tile's S inside this tile's softmax and P V
+ * (its constant 9, PIPE): with fp16 P V at one row block. H100, B1 H40, coopmat-khr-i8,
+ * TFLOP/s against the kernel without it in the same command: N16384 D128 288.5 / 289.4
+ * against 261.7 / 266.1, causal 259.3 against 243.0, N75600 311.8 against 286.5. Two row
+ * blocks (D = 64 without a causal mask) hold a second S too many: 152.9 against 162.0.
+ * coopmat-khr-f16 takes it as well (same code; conformance passed, speed not measured).
+ * MXA_VULKAN_PIPE=0 turns it off (to compare). */
+static int reg_pipelined(int pv8, uint32_t rb, const vk_select_opts *o) { return !pv8 && rb == 1 && !o->no_pipe; }
+
 /* Shared memory of attn_coopmat_khr.comp: the K tile (64 keys, rows padded by 16 bytes), the
  * V^T tile (D rows of 64 keys, fp16 or int8, + 16 bytes) and the K scales; with int8 P V also
  * each subgroup's 16 x 64-byte P^ tile (rows padded to 80 bytes) per row block. */
@@ -161,7 +170,8 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
     if (i8 && !(c->flags & MXA_VK_F_INT8)) return WHY("no int8 arithmetic");
     if (!c->quad_ok[0] && !c->quad_ok[1])
         return WHY("fragment layout: %s", c->layout_note[0] ? c->layout_note : "not measured");
-    const uint32_t warps = reg_warps(x->d), rb = reg_row_blocks(x->d, i8, pv8, x->call && x->call->causal), threads = warps * 32;
+    const uint32_t warps = reg_warps(x->d), rb = reg_row_blocks(x->d, i8, pv8, x->call && x->call->causal);
+    const uint32_t threads = warps * 32;
     const int64_t kw = i8 ? x->d / 16 : x->d / 8;
     if (i8 && x->d < 64) return WHY("the int8 register kernel needs 64 <= D <= 128");
     if ((64 * kw) % threads != 0 || (64 * x->d / (pv8 ? 16 : 8)) % threads != 0)
@@ -202,13 +212,15 @@ static int plan_khr_reg(const ctx *x, int i8, int pv8, vk_plan *p, char *why, si
     p->local_size = threads;
     p->rows_per_group = warps * 16 * rb;
     p->shared_bytes = shared;
+    p->tune[0] = (uint32_t)reg_pipelined(pv8, rb, x->o);
     p->s_map = c->c_map[s->n == 16 ? 0 : 1];
     p->o_map = c->c_map[pv->n == 16 ? 0 : 1];
     p->a_map = c->a_map;
     mxa_text_format(p->reason, sizeof p->reason,
              "KHR cooperative matrix %s %ux%ux%u for Q K^T and %s %ux%ux%u for P V on exact MXFP4 values, softmax in "
-             "registers (quad fragment layout)",
-             i8 ? "int8" : "fp16", s->m, s->n, s->k, pv8 ? "int8" : "fp16", pv->m, pv->n, pv->k);
+             "registers (quad fragment layout)%s",
+             i8 ? "int8" : "fp16", s->m, s->n, s->k, pv8 ? "int8" : "fp16", pv->m, pv->n, pv->k,
+             p->tune[0] ? ", the next tile's Q K^T inside this tile's softmax" : "");
     return 1;
 }
 

@@ -69,6 +69,7 @@ typedef struct vk_select_opts {
     const char *shape;        /* MXA_COOPMAT_SHAPE "MxNxK", NULL for the preferred one */
     int disable_coopmat;      /* MXA_DISABLE_COOPMAT */
     int disable_int_dot;      /* MXA_DISABLE_INT_DOT */
+    int no_pipe;              /* MXA_VULKAN_PIPE=0: the register kernel without its pipelined S */
     int khr_built, khr_smem_built, intdot_built, khr_i8pv_built; /* which shaders this build has */
     const char *khr_missing;  /* why the KHR shaders are not built, NULL when they are */
 } vk_select_opts;
@@ -109,7 +110,7 @@ typedef struct vk_plan {
     uint32_t rows_per_group;    /* query rows per workgroup (nq is padded to a multiple) */
     uint32_t shared_bytes;      /* shared memory the kernel declares */
     uint32_t s_map, o_map, a_map; /* register kernels: the fragment element orders (vk_caps) */
-    uint32_t tune[4];           /* kernel-specific specialization constants (intdot's tiles) */
+    uint32_t tune[4];           /* kernel-specific specialization constants (intdot's tiles; the register kernel's PIPE) */
     char reason[512];
 } vk_plan;
 

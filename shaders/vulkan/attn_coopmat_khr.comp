@@ -25,6 +25,13 @@
 // and accumulates O += (2^12 P^) V. The recipe's P quantization, PNQ and rounding rule are
 // a specialization constant (MODE), so each pipeline carries only its own softmax.
 //
+// PIPE (constant 9): the products of the next tile's S run inside this tile's softmax and
+// P V. The driver schedules within a basic block, and the barrier per tile starts every
+// subgroup on the same phase, so without it the matrix units idle through the softmax and
+// the arithmetic units through the products. With it sK holds tile t + 1 while sV holds tile
+// t (one buffer each, as before), K is fetched two tiles ahead and V one, and S of tile t + 1
+// lives beside P of tile t (32 more registers at one row block).
+//
 // S_INT8: S from int8 products on prep_qk.comp's OUT_I8 form (2 x E2M1), one 32-wide MXFP4
 // block per 32 / SK chained products, exact in int32. A subgroup whose 16 query rows and
 // the tile's keys are all narrow (prep_qk.comp) sums all of D in one int32 chain; otherwise
@@ -80,6 +87,7 @@ layout(constant_id = 7) const int SK = 32;
 layout(constant_id = 7) const int SK = 16;
 #endif
 layout(constant_id = 8) const int PN = 16;
+layout(constant_id = 9) const bool PIPE = false; // the next tile's S inside this tile's softmax (see above)
 layout(constant_id = 10) const int S_MAP = 0xFAC688; // codes 0..7 in order
 layout(constant_id = 11) const int O_MAP = 0xFAC688;
 layout(constant_id = 12) const int A_MAP = 0xFAC688;
@@ -236,18 +244,147 @@ float quantize_p(float p, uint exb, float sat) { return P_SCALE == 1.0 ? mx_quan
 // place). E4M3 values are exact in fp16 (times 2^12 down to blocks of about 2^-20).
 float quantize_p8(float p, uint exb, float sat) { return mx_quantize_p_scaled(p, exb, sat, 20u, P_SCALE == 1.0 ? 0u : 12u); }
 
-// This invocation's share of the key tile starting at j0: PER_THREAD_K uvec4 of K rows,
-// PER_THREAD of V^T rows, and PER_THREAD_S of the tile's BC * NB K scales. k_at, v_at: its
-// first pieces in tile 0 (THREADS is a multiple of a V^T row's uvec4 count).
-void fetch_tile(uint j0, uint tid, uint k_at, uint v_at, uint ks_at, out uvec4 k_next[PER_THREAD_K], out uvec4 v_next[PER_THREAD],
-                out float ks_next[PER_THREAD_S])
+// This invocation's share of a key tile: PER_THREAD_K uvec4 of K rows and PER_THREAD_S of the
+// tile's BC * NB K scales (the tile starting at key j0), PER_THREAD uvec4 of V^T rows. k_at,
+// v_at: its first pieces in tile 0 (THREADS is a multiple of a V^T row's uvec4 count).
+void fetch_k(uint j0, uint tid, uint k_at, uint ks_at, out uvec4 k_next[PER_THREAD_K], out float ks_next[PER_THREAD_S])
 {
     [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) k_next[u] = k4[k_at + j0 * uint(KW) + uint(u * THREADS)];
-    [[unroll]] for (int u = 0; u < PER_THREAD; u++) v_next[u] = v4[v_at + j0 / uint(BC / VPR) + uint(u * THREADS / VPR) * (pc.nk_pad / uint(BC / VPR))];
     [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
         const uint idx = tid + uint(u * THREADS);
         ks_next[u] = idx < uint(BC * NB) ? kscale[ks_at + j0 * uint(NB) + uint(u * THREADS)] : 0.0;
     }
+}
+void fetch_v(uint j0, uint v_at, out uvec4 v_next[PER_THREAD])
+{
+    [[unroll]] for (int u = 0; u < PER_THREAD; u++) v_next[u] = v4[v_at + j0 / uint(BC / VPR) + uint(u * THREADS / VPR) * (pc.nk_pad / uint(BC / VPR))];
+}
+void stage_k(uint tid, uvec4 k_next[PER_THREAD_K], float ks_next[PER_THREAD_S])
+{
+    [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) {
+        const uint idx = tid + uint(u * THREADS);
+        sK[idx / uint(KW) * uint(KSTR) + idx % uint(KW)] = k_next[u];
+    }
+    [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
+        const uint idx = tid + uint(u * THREADS);
+        if (idx < uint(BC * NB)) sKs[idx] = ks_next[u];
+    }
+}
+void stage_v(uint tid, uvec4 v_next[PER_THREAD])
+{
+    [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
+        const uint idx = tid + uint(u * THREADS);
+        sV[idx / uint(VPR) * uint(VSTR) + idx % uint(VPR)] = v_next[u];
+    }
+}
+
+// The subgroup's Q fragments and row scales (set once in main) and the S that scores_main and
+// scores_wide compute: invocation-private globals, as functions cannot take arrays sized by
+// specialization constants
+QMAT qa[RB * NCH];
+float qs_hi[RB], qs_lo[RB];
+#ifdef S_INT8
+float bq_hi[RB * NB], bq_lo[RB * NB]; // 1/4: each int8 value is twice its E2M1 value
+#endif
+SACCF s_new[RB * KT];
+
+// S_INT8: whether the key tile in sK (starting at key j0) takes the one-chain form: its K rows
+// and this subgroup's Q rows (wide_q) all narrow; a key beyond the length does not count.
+bool tile_narrow(uint j0, int nk, uint lane, bool wide_q)
+{
+#ifdef S_INT8
+    bool wide_k = false;
+    [[unroll]] for (int u = 0; u < BC / 32; u++)
+        wide_k = wide_k || (floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u && (!HAS_KEYLEN || int(j0 + lane) + 32 * u < nk));
+    return !(wide_q || subgroupAny(wide_k));
+#else
+    return false;
+#endif
+}
+
+// S of the key tile in sK, scaled (log2 units), each K fragment serving every row block: on
+// int8 S the one-chain form, right for narrow tiles only (tile_narrow; scores_wide otherwise).
+// The chain starts from the bits of 1.5 * 2^23 (0x4B400000), so each element ends as the bits
+// of the float 12582912 + dot: narrow codes are at most 96 and D <= 128 (vk_select.c), so
+// |dot| <= 128 * 96 * 96 < 2^21 and 0x400000 + dot stays inside the mantissa field. 12582912 +
+// dot and 12582912 lie in one binade (ulp 1), so the subtraction is exact (Sterbenz) and gives
+// float(dot), the value the int -> float conversion gave; the scaling below is then the
+// conversion's expression, operand for operand: float(dot) * (sKs * qs), or under FOLD
+// float(dot) * sKs with qs left for the exp2's fma (signed zeros included: dot = 0 gives +0
+// either way). One full-rate FADD replaces the quarter-rate I2F; precise keeps the compiler
+// from distributing the multiply.
+void scores_main()
+{
+    const uint t4 = gl_SubgroupInvocationID & 3u;
+    [[unroll]] for (int kt = 0; kt < KT; kt++) {
+#ifdef S_INT8
+        SACC si[RB];
+        [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = SACC(0x4B400000);
+        [[unroll]] for (int c = 0; c < NCH; c++) {
+            KMAT kb;
+            coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
+            [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = coopMatMulAdd(qa[rb * NCH + c], kb, si[rb]);
+        }
+        [[unroll]] for (int i = 0; i < NE_S; i++) {
+            const float ks = sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB];
+            // FOLD: dot * ks as one fma, (12582912 + dot) ks - 12582912 ks: ks is a power of two
+            // (prep_qk_subgroup.comp), so both products are exact and the fma rounds the
+            // exact dot * ks once, as the multiply does
+            const float nks = -12582912.0 * ks;
+            [[unroll]] for (int rb = 0; rb < RB; rb++) {
+                precise float dot = intBitsToFloat(si[rb][i]) - 12582912.0;
+                s_new[rb * KT + kt][i] = FOLD ? fma(intBitsToFloat(si[rb][i]), ks, nks) : dot * (ks * (code_low(s_code(i)) ? qs_lo[rb] : qs_hi[rb]));
+            }
+        }
+#else
+        [[unroll]] for (int rb = 0; rb < RB; rb++) s_new[rb * KT + kt] = SACCF(0.0);
+        [[unroll]] for (int c = 0; c < NCH; c++) {
+            KMAT kb;
+            coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
+            [[unroll]] for (int rb = 0; rb < RB; rb++) s_new[rb * KT + kt] = coopMatMulAdd(qa[rb * NCH + c], kb, s_new[rb * KT + kt]);
+        }
+        [[unroll]] for (int rb = 0; rb < RB; rb++)
+            [[unroll]] for (int i = 0; i < NE_S; i++)
+                s_new[rb * KT + kt][i] *= sKs[kt * SN + code_col(s_code(i)) + int(2u * t4)] * (code_low(s_code(i)) ? qs_lo[rb] : qs_hi[rb]);
+#endif
+    }
+}
+
+#ifdef S_INT8
+// S of a wide key tile in sK: each block's product with its own scales.
+void scores_wide()
+{
+    const uint t4 = gl_SubgroupInvocationID & 3u;
+    [[unroll]] for (int kt = 0; kt < KT; kt++) {
+        [[unroll]] for (int rb = 0; rb < RB; rb++) s_new[rb * KT + kt] = SACCF(0.0);
+        [[unroll]] for (int db = 0; db < NB; db++) {
+            SACC si[RB];
+            [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = SACC(0);
+            [[unroll]] for (int cc = 0; cc < CPB; cc++) {
+                KMAT kb;
+                coopMatLoad(kb, sK, uint(kt * SN * KSTR + (db * CPB + cc) * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
+                [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = coopMatMulAdd(qa[rb * NCH + db * CPB + cc], kb, si[rb]);
+            }
+            [[unroll]] for (int rb = 0; rb < RB; rb++) {
+                SACCF sb = SACCF(si[rb]);
+                [[unroll]] for (int i = 0; i < NE_S; i++)
+                    s_new[rb * KT + kt][i] += sb[i] * abs(sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB + db]) *
+                                          (code_low(s_code(i)) ? bq_lo[rb * NB + db] : bq_hi[rb * NB + db]);
+            }
+        }
+    }
+}
+#endif
+
+// S of the key tile in sK into s_new, in the form its narrowness takes
+void tile_scores(bool narrow)
+{
+#ifdef S_INT8
+    [[dont_flatten]] if (narrow) scores_main();
+    else scores_wide();
+#else
+    scores_main();
+#endif
 }
 
 void main()
@@ -264,7 +401,6 @@ void main()
         row_lo[rb] = row_hi[rb] + 8u;
     }
 
-    QMAT qa[RB * NCH];
     [[unroll]] for (int rb = 0; rb < RB; rb++)
         [[unroll]] for (int c = 0; c < NCH; c++)
             coopMatLoad(qa[rb * NCH + c], q4, (bh * pc.nq_pad + i0 + uint(16 * rb)) * uint(KW) + uint(c * CW), uint(KW),
@@ -272,10 +408,7 @@ void main()
     OACC oacc[RB * DT];
     [[unroll]] for (int dt = 0; dt < RB * DT; dt++) oacc[dt] = OACC(0.0);
 
-    float qs_hi[RB], qs_lo[RB];
 #ifdef S_INT8
-    // 1/4: each int8 value is twice its E2M1 value
-    float bq_hi[RB * NB], bq_lo[RB * NB];
     bool wide_row = false;
     [[unroll]] for (int rb = 0; rb < RB; rb++) {
         [[unroll]] for (int db = 0; db < NB; db++) {
@@ -293,6 +426,7 @@ void main()
     }
     const bool wide_q = subgroupAny(wide_row);
 #else
+    const bool wide_q = false; // no int8 S: no narrow form
     [[unroll]] for (int rb = 0; rb < RB; rb++) {
         qs_hi[rb] = qscale[bh * pc.nq_pad + row_hi[rb]] * (pc.scale * LOG2E);
         qs_lo[rb] = qscale[bh * pc.nq_pad + row_lo[rb]] * (pc.scale * LOG2E);
@@ -330,104 +464,44 @@ void main()
     const uint v_flags = gl_NumWorkGroups.z * pc.hkv * uint(D) + kvh * (pc.nk_pad / uint(BC)); // this head's tile flags
 #endif
 
-    // this invocation's share of the next tile, in flight while the current one is used
+    // this invocation's share of the next tiles, in flight while the current one is used: K's
+    // and V's of the next tile, or under PIPE K's of the tile after next and V's of the next
     uvec4 k_next[PER_THREAD_K], v_next[PER_THREAD];
     float ks_next[PER_THREAD_S];
     const uint k_at = (k_row0 + tid / uint(KW)) * uint(KW) + tid % uint(KW);
     const uint v_at = (v_row0 + tid / uint(VPR)) * (pc.nk_pad / uint(BC / VPR)) + tid % uint(VPR), ks_at = k_row0 * uint(NB) + tid;
-    if (ntiles > 0) fetch_tile(0u, tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
+    SACCF s[RB * KT]; // the current tile's S, then P
+    bool narrow = false;
+    if (ntiles > 0) {
+        fetch_k(0u, tid, k_at, ks_at, k_next, ks_next);
+        if (PIPE) { // tile 0's S before the loop: sK then holds tile t + 1 while tile t's softmax runs
+            stage_k(tid, k_next, ks_next);
+            barrier();
+            if (ntiles > 1) fetch_k(uint(BC), tid, k_at, ks_at, k_next, ks_next);
+            narrow = tile_narrow(0u, nk, lane, wide_q);
+            tile_scores(narrow);
+            [[unroll]] for (int x = 0; x < RB * KT; x++) s[x] = s_new[x];
+        }
+        fetch_v(0u, v_at, v_next);
+    }
     for (int tile = 0; tile < ntiles; tile++) {
         const uint j0 = uint(tile * BC);
-        barrier(); // every subgroup is done with the previous tile
-        [[unroll]] for (int u = 0; u < PER_THREAD_K; u++) {
-            const uint idx = tid + uint(u * THREADS);
-            sK[idx / uint(KW) * uint(KSTR) + idx % uint(KW)] = k_next[u];
-        }
-        [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
-            const uint idx = tid + uint(u * THREADS);
-            sV[idx / uint(VPR) * uint(VSTR) + idx % uint(VPR)] = v_next[u];
-        }
-        [[unroll]] for (int u = 0; u < PER_THREAD_S; u++) {
-            const uint idx = tid + uint(u * THREADS);
-            if (idx < uint(BC * NB)) sKs[idx] = ks_next[u];
-        }
+        barrier(); // every subgroup is done with the previous tile (and PIPE: with this tile's K)
+        stage_k(tid, k_next, ks_next); // PIPE: the next tile's (the last tile stages a stale copy, never used)
+        stage_v(tid, v_next);
         barrier();
-        if (tile + 1 < ntiles) fetch_tile(j0 + uint(BC), tid, k_at, v_at, ks_at, k_next, v_next, ks_next);
+        if (tile + 1 < ntiles) fetch_v(j0 + uint(BC), v_at, v_next);
+        if (tile + (PIPE ? 2 : 1) < ntiles) fetch_k(j0 + uint(PIPE ? 2 * BC : BC), tid, k_at, ks_at, k_next, ks_next);
         // this subgroup's rows see none of these keys (causal only: a constant, so a non-causal
         // pipeline has no second path around the tile, whose merge cost register moves)
         if (HAS_CAUSAL && int(j0) > warp_last) continue;
 
-        // S, scaled: s[rb * KT + kt]; each K fragment serves every row block
-        SACCF s[RB * KT];
-#ifdef S_INT8
-        bool wide_k = false;
-        [[unroll]] for (int u = 0; u < BC / 32; u++) // a key beyond the length does not exist
-            wide_k = wide_k || (floatBitsToUint(sKs[(lane + uint(32 * u)) * uint(NB)]) >> 31 != 0u && (!HAS_KEYLEN || int(j0 + lane) + 32 * u < nk));
-        const bool narrow = !(wide_q || subgroupAny(wide_k));
-        [[dont_flatten]] if (narrow) {
-            // The chain starts from the bits of 1.5 * 2^23 (0x4B400000), so each element ends as
-            // the bits of the float 12582912 + dot: narrow codes are at most 96 and D <= 128
-            // (vk_select.c), so |dot| <= 128 * 96 * 96 < 2^21 and 0x400000 + dot stays inside the
-            // mantissa field. 12582912 + dot and 12582912 lie in one binade (ulp 1), so the
-            // subtraction is exact (Sterbenz) and gives float(dot), the value the int -> float
-            // conversion gave; the scaling below is then the conversion's expression, operand for
-            // operand: float(dot) * (sKs * qs), or under FOLD float(dot) * sKs with qs left for the
-            // exp2's fma (signed zeros included: dot = 0 gives +0 either way). One full-rate FADD
-            // replaces the quarter-rate I2F; precise keeps the compiler from distributing the multiply.
-            [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                SACC si[RB];
-                [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = SACC(0x4B400000);
-                [[unroll]] for (int c = 0; c < NCH; c++) {
-                    KMAT kb;
-                    coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                    [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = coopMatMulAdd(qa[rb * NCH + c], kb, si[rb]);
-                }
-                [[unroll]] for (int i = 0; i < NE_S; i++) {
-                    const float ks = sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB];
-                    // FOLD: dot * ks as one fma, (12582912 + dot) ks - 12582912 ks: ks is a power of two
-                    // (prep_qk_subgroup.comp), so both products are exact and the fma rounds the
-                    // exact dot * ks once, as the multiply does
-                    const float nks = -12582912.0 * ks;
-                    [[unroll]] for (int rb = 0; rb < RB; rb++) {
-                        precise float dot = intBitsToFloat(si[rb][i]) - 12582912.0;
-                        s[rb * KT + kt][i] = FOLD ? fma(intBitsToFloat(si[rb][i]), ks, nks) : dot * (ks * (code_low(s_code(i)) ? qs_lo[rb] : qs_hi[rb]));
-                    }
-                }
-            }
-        } else { // some row is wide: each block's product with its own scales
-            [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                [[unroll]] for (int rb = 0; rb < RB; rb++) s[rb * KT + kt] = SACCF(0.0);
-                [[unroll]] for (int db = 0; db < NB; db++) {
-                    SACC si[RB];
-                    [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = SACC(0);
-                    [[unroll]] for (int cc = 0; cc < CPB; cc++) {
-                        KMAT kb;
-                        coopMatLoad(kb, sK, uint(kt * SN * KSTR + (db * CPB + cc) * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                        [[unroll]] for (int rb = 0; rb < RB; rb++) si[rb] = coopMatMulAdd(qa[rb * NCH + db * CPB + cc], kb, si[rb]);
-                    }
-                    [[unroll]] for (int rb = 0; rb < RB; rb++) {
-                        SACCF sb = SACCF(si[rb]);
-                        [[unroll]] for (int i = 0; i < NE_S; i++)
-                            s[rb * KT + kt][i] += sb[i] * abs(sKs[(kt * SN + code_col(s_code(i)) + int(2u * t4)) * NB + db]) *
-                                                  (code_low(s_code(i)) ? bq_lo[rb * NB + db] : bq_hi[rb * NB + db]);
-                    }
-                }
-            }
+        // S of this tile (PIPE: computed during the previous tile)
+        if (!PIPE) {
+            narrow = tile_narrow(j0, nk, lane, wide_q);
+            tile_scores(narrow);
+            [[unroll]] for (int x = 0; x < RB * KT; x++) s[x] = s_new[x];
         }
-#else
-        const bool narrow = false;
-        [[unroll]] for (int kt = 0; kt < KT; kt++) {
-            [[unroll]] for (int rb = 0; rb < RB; rb++) s[rb * KT + kt] = SACCF(0.0);
-            [[unroll]] for (int c = 0; c < NCH; c++) {
-                KMAT kb;
-                coopMatLoad(kb, sK, uint(kt * SN * KSTR + c * CW), uint(KSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                [[unroll]] for (int rb = 0; rb < RB; rb++) s[rb * KT + kt] = coopMatMulAdd(qa[rb * NCH + c], kb, s[rb * KT + kt]);
-            }
-            [[unroll]] for (int rb = 0; rb < RB; rb++)
-                [[unroll]] for (int i = 0; i < NE_S; i++)
-                    s[rb * KT + kt][i] *= sKs[kt * SN + code_col(s_code(i)) + int(2u * t4)] * (code_low(s_code(i)) ? qs_lo[rb] : qs_hi[rb]);
-        }
-#endif
 
         // bias and mask on the keys each row may see (the masking below hides the rest)
         if (HAS_SIDE) {
@@ -615,6 +689,11 @@ void main()
 #endif
         }
 
+        // PIPE: the next tile's S, in the same basic block as this tile's softmax and P V, so the
+        // driver can interleave their matrix and arithmetic work (on the last tile, or one no row
+        // here sees, it reads a stale or unseen K tile and is never used)
+        if (PIPE) scores_main();
+
 #ifndef PV_INT8
         // O += P^ V, each V fragment serving every row block. MMA_SUM: the row sums of the tile's
         // P^ (times 2^12) as rsum = P^ ones, summing the fp16 A elements the P V products use (P^
@@ -652,6 +731,14 @@ void main()
             }
         }
 #endif
+        if (PIPE) {
+            narrow = tile_narrow(j0 + uint(BC), nk, lane, wide_q);
+#ifdef S_INT8
+            [[dont_flatten]] if (tile + 1 < ntiles && !narrow && (!HAS_CAUSAL || int(j0) + BC <= warp_last))
+                scores_wide();
+#endif
+            [[unroll]] for (int x = 0; x < RB * KT; x++) s[x] = s_new[x];
+        }
     }
 
     // O = acc * vscale / l (both in units of 2^-12); MMA_SUM's l is already the row's sum

@@ -151,25 +151,31 @@ static void shape_text(const vk_coopmat_shape *s, char *out, size_t size)
 }
 
 /* The register kernels' rows per workgroup: 16-row blocks x subgroups (two blocks per
- * subgroup only at D = 64 on int8 S with fp16 P V and no causal mask). */
+ * subgroup only at D = 64 on int8 S with fp16 P V and no causal mask), and where the next
+ * tile's S is pipelined (tune[0], constant 9: fp16 P V at one block, unless MXA_VULKAN_PIPE=0). */
 static void test_register_rows(void **state)
 {
     (void)state;
-    static const struct { int64_t d; int causal; const char *kernel; uint32_t rows, blocks; } want[] = {
-        {128, 0, "coopmat-khr-i8", 128, 1},  {64, 0, "coopmat-khr-i8", 128, 2}, {64, 1, "coopmat-khr-i8", 64, 1},
-        {64, 0, "coopmat-khr-i8pv", 64, 1}, {64, 0, "coopmat-khr-f16", 64, 1}, {128, 0, "coopmat-khr-f16", 128, 1},
+    static const struct { int64_t d; int causal, no_pipe; const char *kernel; uint32_t rows, blocks, pipe; } want[] = {
+        {128, 0, 0, "coopmat-khr-i8", 128, 1, 1},  {64, 0, 0, "coopmat-khr-i8", 128, 2, 0},
+        {64, 1, 0, "coopmat-khr-i8", 64, 1, 1},    {128, 1, 0, "coopmat-khr-i8", 128, 1, 1},
+        {128, 0, 1, "coopmat-khr-i8", 128, 1, 0},  {64, 0, 0, "coopmat-khr-i8pv", 64, 1, 0},
+        {64, 0, 0, "coopmat-khr-f16", 64, 1, 1},   {128, 0, 0, "coopmat-khr-f16", 128, 1, 1},
     };
     vk_caps caps;
     load_profile("nvidia-h200", &caps);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         vk_select_opts o = all_built();
         o.kernel = want[i].kernel;
+        o.no_pipe = want[i].no_pipe;
         const vk_select_call call = {want[i].d, 64, 1, 0, want[i].causal};
         vk_plan p;
         vk_select(&caps, &call, &o, &p);
         assert_string_equal(p.variant, want[i].kernel);
         assert_int_equal(p.rows_per_group, want[i].rows);
         assert_int_equal(p.rows_per_group, p.subgroups * 16u * want[i].blocks);
+        assert_int_equal(p.tune[0], want[i].pipe);
+        assert_int_equal(strstr(p.reason, "next tile") != NULL, want[i].pipe);
     }
 }
 
