@@ -129,6 +129,7 @@ typedef struct vk_device {
     VkCommandPool pool;
     VkCommandBuffer cmd;
     VkFence fence;
+    int spin_wait;          /* vk_wait_fence polls instead of the driver's blocking wait (vk_wait_spins) */
     VkQueryPool timestamps; /* VK_NULL_HANDLE when the queue has no timestamps */
     VkPipelineCache cache;
     int cache_lent;         /* the application's VkPipelineCache: not saved or destroyed by mxa */
@@ -203,6 +204,14 @@ mxa_status vk_device_setup(vk_device *dev, VkPipelineCache lent_cache);
 /* The key of this device's cache entries: vendor, device, driver, pipeline-cache UUID, shaders. */
 void vk_cache_key(const vk_probe_data *probe, char *key, size_t size);
 void vk_device_close(vk_device *dev);
+/* Whether vk_wait_fence polls (1) or takes the driver's blocking wait (0): setting is
+ * MXA_VULKAN_WAIT ("spin", "block"; NULL or anything else: polling except on a CPU device,
+ * lavapipe, whose own threads need the core). The driver's blocking wait returned about
+ * 0.05 ms after the GPU finished on the H100 (docs/speed-log.md, 2026-12-07, run 16): 5%
+ * of a call at N4096 D64. */
+int vk_wait_spins(uint32_t device_type, const char *setting);
+/* Waits for dev->fence; a lost device ends the polling with its error. */
+VkResult vk_wait_fence(vk_device *dev);
 /* Completes the asynchronous call in flight, if any (waits for it, reads its host outputs). */
 void vk_complete_inflight(vk_device *dev);
 
@@ -246,6 +255,7 @@ mxa_status vk_batch_update(vk_batch *batch, const vk_buffer *buf, const void *da
 /* Submits without waiting (signals dev->fence); vk_batch_finish waits. */
 mxa_status vk_batch_submit_nowait(vk_batch *batch);
 mxa_status vk_batch_finish(vk_device *dev, int timed, double *seconds);
+
 /* subgroup_size: the width the kernel requires (in full subgroups), 0 = the driver's choice */
 mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t subgroup_size,
                              const vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "vk_common.h"
+#include "../../runtime/env.h"
 #include "../../runtime/cache.h"
 #include "../../runtime/log.h"
 #include "../../runtime/status.h"
@@ -187,6 +188,29 @@ static mxa_status create_layouts(vk_device *dev)
     return vk_check(vkCreateDescriptorPool(dev->device, &dpi, NULL, &dev->desc_pool), "vkCreateDescriptorPool");
 }
 
+int vk_wait_spins(uint32_t device_type, const char *setting)
+{
+    if (setting && !strcmp(setting, "spin")) return 1;
+    if (setting && !strcmp(setting, "block")) return 0;
+    if (setting) mxa_env_warn_once("MXA_VULKAN_WAIT", "MXA_VULKAN_WAIT=%s: expected spin or block; ignored", setting);
+    return device_type != VK_PHYSICAL_DEVICE_TYPE_CPU;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause(); /* the spin-wait hint: leaves the core's resources to its sibling */
+#endif
+}
+
+VkResult vk_wait_fence(vk_device *dev)
+{
+    if (!dev->spin_wait) return vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, UINT64_MAX);
+    VkResult r;
+    while ((r = vkGetFenceStatus(dev->device, dev->fence)) == VK_NOT_READY) cpu_relax();
+    return r;
+}
+
 static mxa_status create_commands(vk_device *dev)
 {
     VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -201,6 +225,7 @@ static mxa_status create_commands(vk_device *dev)
     if ((st = vk_check(vkAllocateCommandBuffers(dev->device, &ai, &dev->cmd), "vkAllocateCommandBuffers"))) return st;
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     if ((st = vk_check(vkCreateFence(dev->device, &fci, NULL, &dev->fence), "vkCreateFence"))) return st;
+    dev->spin_wait = vk_wait_spins(dev->probe->caps.device_type, mxa_env_string("MXA_VULKAN_WAIT"));
     if (dev->probe->timestamp_bits > 0) {
         VkQueryPoolCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
                                      .queryType = VK_QUERY_TYPE_TIMESTAMP,

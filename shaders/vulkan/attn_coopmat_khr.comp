@@ -287,6 +287,8 @@ float qs_hi[RB], qs_lo[RB];
 float bq_hi[RB * NB], bq_lo[RB * NB]; // 1/4: each int8 value is twice its E2M1 value
 #endif
 SACCF s_new[RB * KT];
+OACC oacc[RB * DT];         // O, in units of 2^-12
+PMAT pa_v[RB * (BC / 16)];  // P^ of the tile as fp16 A matrices, all converted before its P V
 
 // S_INT8: whether the key tile in sK (starting at key j0) takes the one-chain form: its K rows
 // and this subgroup's Q rows (wide_q) all narrow; a key beyond the length does not count.
@@ -376,6 +378,42 @@ void scores_wide()
 }
 #endif
 
+#ifndef PV_INT8
+float psum_hi[RB], psum_lo[RB]; // pv_tile's row sums of P^ (MMA_SUM)
+
+// O += P^ V for pa_v and the V^T tile in sV, each V fragment serving every row block. MMA_SUM:
+// the row sums of the tile's P^ (times 2^12) as rsum = P^ ones, summing the fp16 A elements
+// the P V products use (P^ exactly for E2M1 blocks down to 2^-36 and E4M3 blocks down to
+// about 2^-20; see P_SCALE, quantize_p8), left in psum. One row's tile sum is exact in fp32
+// for E2M1 blocks within about 14 binades of each other; otherwise the matrix unit's fp32
+// accumulation rounds it, as it does O's. Either way only the order of l's fp32 summation
+// differs from the reference.
+void pv_tile()
+{
+    const uint t4 = gl_SubgroupInvocationID & 3u;
+    OACC rsum[RB];
+    [[unroll]] for (int rb = 0; rb < RB; rb++) rsum[rb] = OACC(0.0);
+    VMAT ones = VMAT(float16_t(1.0)); // not const: glslang mishandles const coopmat values
+    [[unroll]] for (int kp = 0; kp < BC / 16; kp++) {
+        [[unroll]] for (int dt = 0; dt < DT; dt++) {
+            VMAT vb;
+            coopMatLoad(vb, sV, uint(dt * PN * VSTR + kp * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
+            [[unroll]] for (int rb = 0; rb < RB; rb++) oacc[rb * DT + dt] = coopMatMulAdd(pa_v[rb * (BC / 16) + kp], vb, oacc[rb * DT + dt]);
+        }
+        if (MMA_SUM) [[unroll]] for (int rb = 0; rb < RB; rb++) rsum[rb] = coopMatMulAdd(pa_v[rb * (BC / 16) + kp], ones, rsum[rb]);
+    }
+    if (MMA_SUM) { // any element of the lane's row g (row g + 8) holds that row's sum
+        [[unroll]] for (int rb = 0; rb < RB; rb++) {
+            psum_hi[rb] = psum_lo[rb] = 0.0;
+            [[unroll]] for (int i = NE_O - 1; i >= 0; i--) {
+                if (code_low(o_code(i))) psum_lo[rb] = rsum[rb][i];
+                else psum_hi[rb] = rsum[rb][i];
+            }
+        }
+    }
+}
+#endif
+
 // S of the key tile in sK into s_new, in the form its narrowness takes
 void tile_scores(bool narrow)
 {
@@ -405,7 +443,6 @@ void main()
         [[unroll]] for (int c = 0; c < NCH; c++)
             coopMatLoad(qa[rb * NCH + c], q4, (bh * pc.nq_pad + i0 + uint(16 * rb)) * uint(KW) + uint(c * CW), uint(KW),
                         gl_CooperativeMatrixLayoutRowMajor);
-    OACC oacc[RB * DT];
     [[unroll]] for (int dt = 0; dt < RB * DT; dt++) oacc[dt] = OACC(0.0);
 
 #ifdef S_INT8
@@ -695,41 +732,19 @@ void main()
         if (PIPE) scores_main();
 
 #ifndef PV_INT8
-        // O += P^ V, each V fragment serving every row block. MMA_SUM: the row sums of the tile's
-        // P^ (times 2^12) as rsum = P^ ones, summing the fp16 A elements the P V products use (P^
-        // exactly for E2M1 blocks down to 2^-36 and E4M3 blocks down to about 2^-20; see P_SCALE,
-        // quantize_p8). One row's tile sum is exact in fp32 for E2M1 blocks within about 14
-        // binades of each other; otherwise the matrix unit's fp32 accumulation rounds it, as it
-        // does O's. Either way only the order of l's fp32 summation differs from the reference.
-        OACC rsum[RB];
-        [[unroll]] for (int rb = 0; rb < RB; rb++) rsum[rb] = OACC(0.0);
-        VMAT ones = VMAT(float16_t(1.0)); // not const: glslang mishandles const coopmat values
-        [[unroll]] for (int kp = 0; kp < BC / 16; kp++) {
-            PMAT pa[RB];
-            [[unroll]] for (int rb = 0; rb < RB; rb++) {
+        // P^ of this tile (times 2^12) into pa_v, the A matrices of its P V
+        [[unroll]] for (int kp = 0; kp < BC / 16; kp++)
+            [[unroll]] for (int rb = 0; rb < RB; rb++)
                 [[unroll]] for (int i = 0; i < 8; i++) {
                     const int c = a_code(i);
-                    pa[rb][i] = float16_t(s[rb * KT + (SN == 16 ? kp : 2 * kp + (c >> 2))][s_index(c)]);
+                    pa_v[rb * (BC / 16) + kp][i] = float16_t(s[rb * KT + (SN == 16 ? kp : 2 * kp + (c >> 2))][s_index(c)]);
                 }
-            }
-            [[unroll]] for (int dt = 0; dt < DT; dt++) {
-                VMAT vb;
-                coopMatLoad(vb, sV, uint(dt * PN * VSTR + kp * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
-                [[unroll]] for (int rb = 0; rb < RB; rb++) oacc[rb * DT + dt] = coopMatMulAdd(pa[rb], vb, oacc[rb * DT + dt]);
-            }
-            if (MMA_SUM) [[unroll]] for (int rb = 0; rb < RB; rb++) rsum[rb] = coopMatMulAdd(pa[rb], ones, rsum[rb]);
-        }
-        if (MMA_SUM) { // any element of the lane's row g (row g + 8) holds that row's sum
+        pv_tile();
+        if (MMA_SUM)
             [[unroll]] for (int rb = 0; rb < RB; rb++) {
-                float sum_hi = 0.0, sum_lo = 0.0;
-                [[unroll]] for (int i = NE_O - 1; i >= 0; i--) {
-                    if (code_low(o_code(i))) sum_lo = rsum[rb][i];
-                    else sum_hi = rsum[rb][i];
-                }
-                if (mn_hi[rb] != NEG_INF) l_hi[rb] = alpha_hi[rb] * l_hi[rb] + sum_hi;
-                if (mn_lo[rb] != NEG_INF) l_lo[rb] = alpha_lo[rb] * l_lo[rb] + sum_lo;
+                if (mn_hi[rb] != NEG_INF) l_hi[rb] = alpha_hi[rb] * l_hi[rb] + psum_hi[rb];
+                if (mn_lo[rb] != NEG_INF) l_lo[rb] = alpha_lo[rb] * l_lo[rb] + psum_lo[rb];
             }
-        }
 #endif
         if (PIPE) {
             narrow = tile_narrow(j0 + uint(BC), nk, lane, wide_q);
