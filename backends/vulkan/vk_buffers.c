@@ -147,7 +147,7 @@ static mxa_status copy_now(vk_device *dev, VkBuffer src, VkDeviceSize src_off, V
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &dev->cmd};
     if (r == VK_SUCCESS) r = vkQueueSubmit(dev->queue, 1, &si, dev->fence);
     if (r == VK_SUCCESS) r = vk_wait_fence(dev);
-    vkResetFences(dev->device, 1, &dev->fence);
+    else vkResetFences(dev->device, 1, &dev->fence);
     if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: buffer copy failed: %s", vk_result_name(r));
     return MXA_OK;
 }

@@ -210,7 +210,8 @@ void vk_device_close(vk_device *dev);
  * 0.05 ms after the GPU finished on the H100 (docs/speed-log.md, 2026-12-07, run 16): 5%
  * of a call at N4096 D64. */
 int vk_wait_spins(uint32_t device_type, const char *setting);
-/* Waits for dev->fence; a lost device ends the polling with its error. */
+/* Waits for dev->fence, then resets it for the next submission; a lost device ends the
+ * polling with its error. */
 VkResult vk_wait_fence(vk_device *dev);
 /* Completes the asynchronous call in flight, if any (waits for it, reads its host outputs). */
 void vk_complete_inflight(vk_device *dev);
@@ -255,7 +256,6 @@ mxa_status vk_batch_update(vk_batch *batch, const vk_buffer *buf, const void *da
 /* Submits without waiting (signals dev->fence); vk_batch_finish waits. */
 mxa_status vk_batch_submit_nowait(vk_batch *batch);
 mxa_status vk_batch_finish(vk_device *dev, int timed, double *seconds);
-
 /* subgroup_size: the width the kernel requires (in full subgroups), 0 = the driver's choice */
 mxa_status vk_batch_dispatch(vk_batch *batch, vk_kernel kernel, const int32_t spec[VK_SPEC_COUNT], uint32_t subgroup_size,
                              const vk_buffer *const *bindings, int nbindings, const void *push, uint32_t push_size,

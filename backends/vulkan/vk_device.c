@@ -205,9 +205,12 @@ static inline void cpu_relax(void)
 
 VkResult vk_wait_fence(vk_device *dev)
 {
-    if (!dev->spin_wait) return vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, UINT64_MAX);
     VkResult r;
-    while ((r = vkGetFenceStatus(dev->device, dev->fence)) == VK_NOT_READY) cpu_relax();
+    if (dev->spin_wait)
+        while ((r = vkGetFenceStatus(dev->device, dev->fence)) == VK_NOT_READY) cpu_relax();
+    else
+        r = vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, UINT64_MAX);
+    vkResetFences(dev->device, 1, &dev->fence);
     return r;
 }
 

@@ -347,7 +347,6 @@ mxa_status vk_batch_submit_nowait(vk_batch *batch)
 mxa_status vk_batch_finish(vk_device *dev, int timed, double *seconds)
 {
     VkResult r = vk_wait_fence(dev);
-    vkResetFences(dev->device, 1, &dev->fence);
     if (r != VK_SUCCESS) return mxa_fail(MXA_ERR_BACKEND, "vulkan: waiting for the kernels failed: %s", vk_result_name(r));
     if (seconds) *seconds = -1.0;
     const uint32_t n = (uint32_t)dev->batch_stamps;

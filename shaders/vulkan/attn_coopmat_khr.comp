@@ -390,7 +390,6 @@ float psum_hi[RB], psum_lo[RB]; // pv_tile's row sums of P^ (MMA_SUM)
 // differs from the reference.
 void pv_tile()
 {
-    const uint t4 = gl_SubgroupInvocationID & 3u;
     OACC rsum[RB];
     [[unroll]] for (int rb = 0; rb < RB; rb++) rsum[rb] = OACC(0.0);
     VMAT ones = VMAT(float16_t(1.0)); // not const: glslang mishandles const coopmat values

@@ -1,7 +1,7 @@
 /*
  * How a Vulkan call waits for its fence (vk_wait_fence, vk_wait_spins), against a fake
  * driver's entry points: polling returns only once the fence signals, or with the error of
- * a lost device; the blocking wait is one driver call. Lavapipe cannot show an early return
+ * a lost device; the blocking wait is one driver call; either way the fence is reset once. Lavapipe cannot show an early return
  * (its submissions complete before vkQueueSubmit returns).
  */
 #include <setjmp.h>
@@ -13,7 +13,7 @@
 
 #include "backends/vulkan/vk_common.h"
 
-static int polls, not_ready_polls, blocking_waits;
+static int polls, not_ready_polls, blocking_waits, resets;
 static VkResult after; /* what the poll answers once not_ready_polls have passed */
 
 static VKAPI_ATTR VkResult VKAPI_CALL fake_status(VkDevice d, VkFence f)
@@ -29,6 +29,13 @@ static VKAPI_ATTR VkResult VKAPI_CALL fake_wait(VkDevice d, uint32_t n, const Vk
     return VK_SUCCESS;
 }
 
+static VKAPI_ATTR VkResult VKAPI_CALL fake_reset(VkDevice d, uint32_t n, const VkFence *f)
+{
+    (void)d, (void)n, (void)f;
+    resets++;
+    return VK_SUCCESS;
+}
+
 static vk_device *fake_device(int spin)
 {
     static vk_device dev;
@@ -36,7 +43,8 @@ static vk_device *fake_device(int spin)
     dev.spin_wait = spin;
     vkGetFenceStatus = fake_status;
     vkWaitForFences = fake_wait;
-    polls = blocking_waits = 0;
+    vkResetFences = fake_reset;
+    polls = blocking_waits = resets = 0;
     return &dev;
 }
 
@@ -48,6 +56,7 @@ static void test_poll_until_signalled(void **state)
     assert_int_equal(vk_wait_fence(dev), VK_SUCCESS);
     assert_int_equal(polls, 1001);
     assert_int_equal(blocking_waits, 0);
+    assert_int_equal(resets, 1);
 }
 
 static void test_poll_device_lost(void **state)
@@ -57,6 +66,7 @@ static void test_poll_device_lost(void **state)
     not_ready_polls = 3, after = VK_ERROR_DEVICE_LOST;
     assert_int_equal(vk_wait_fence(dev), VK_ERROR_DEVICE_LOST);
     assert_int_equal(polls, 4);
+    assert_int_equal(resets, 1);
 }
 
 static void test_blocking_wait(void **state)
@@ -67,6 +77,7 @@ static void test_blocking_wait(void **state)
     assert_int_equal(vk_wait_fence(dev), VK_SUCCESS);
     assert_int_equal(blocking_waits, 1);
     assert_int_equal(polls, 0);
+    assert_int_equal(resets, 1);
 }
 
 static void test_policy(void **state)
