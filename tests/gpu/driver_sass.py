@@ -12,8 +12,10 @@ from a GPU machine:
   registers, spills and shared memory), so it is the driver's PTX, unlike tests/opencl/mma_sass.sh,
   which compiles the kernel source with clang.
 For each kernel it prints opcode counts, then the blocks of its longest loop (the key-tile loop):
-first address, instruction count, its branches, its most frequent opcodes. A block's count times
-how often a tile takes it is that path's instruction cost. OUT_DIR (default: a temporary folder)
+first address, instruction count, the stall cycles its scheduling bits fix (a lower bound on
+one warp's issue time, before scoreboard waits for memory, MUFU or matrix results), its
+branches, its most frequent opcodes. A block's count times how often a tile takes it is that
+path's instruction cost. OUT_DIR (default: a temporary folder)
 keeps every kernel's SASS. ptxas and nvdisasm are those tests/opencl/mma_sass.sh fetches into
 $MXA_SASS_TOOLS (default /tmp/mxa-sass-tools); the zstd command unpacks the Vulkan entries.
 """
@@ -29,6 +31,23 @@ def tool(name):
     sys.exit(f"{name} not found under {TOOLS}: run tests/opencl/mma_sass.sh once to fetch it")
 
 
+class Sass(str):
+    """nvdisasm's text, with the instruction bytes it came from (`code`, addresses from 0)."""
+    def __new__(cls, text, code=b""):
+        obj = super().__new__(cls, text)
+        obj.code = code
+        return obj
+
+
+def stall_cycles(sass, address):
+    """The stall count the compiler set in an instruction's scheduling bits (bits 105..108 of
+    the 128-bit word on SM70 and later): the cycles before the warp may issue its next
+    instruction, whatever scoreboard waits then add. None without the instruction bytes."""
+    code = getattr(sass, "code", b"")
+    if address + 16 > len(code): return None
+    return (struct.unpack_from("<Q", code, address + 8)[0] >> 41) & 15
+
+
 def disassemble_raw(blob, path):
     """SASS of an NVIDIA container's instructions, or None."""
     exits = [m.start() for m in re.finditer(re.escape(EXIT), blob)]
@@ -36,7 +55,7 @@ def disassemble_raw(blob, path):
     def decode(start, end):
         open(path, "wb").write(blob[start:end])
         p = subprocess.run([tool("nvdisasm"), "-b", "SM90", path], capture_output=True, text=True)
-        return p.stdout if "error" not in p.stderr and p.stdout.strip() else None
+        return Sass(p.stdout, blob[start:end]) if "error" not in p.stderr and p.stdout.strip() else None
     # In the containers seen so far (driver 580) the word pair at 0x4c gives the code's size and
     # offset, the instructions starting 8 bytes in; otherwise try each 16-byte slot before the
     # first EXIT, a 16-instruction window at a time
@@ -103,11 +122,13 @@ def report(name, sass, info=""):
     if cur: blocks.append(cur)
     loop_ops = collections.Counter(opcode(t) for _, t in body)
     print(f"   longest loop {first:#x}..{last:#x}: {len(body)} instructions: " + ", ".join(f"{k} {v}" for k, v in loop_ops.most_common(16)))
-    print("   by block (first address, instructions, branches, opcodes):")
+    print("   by block (first address, instructions, stall cycles, branches, opcodes):")
     for b in blocks:
         c = collections.Counter(opcode(t) for _, t in b)
         branches = "; ".join(t for _, t in b if "BRA" in t)
-        print(f"   {b[0][0]:#7x} {len(b):5d}  {branches:28.28s}  " + ", ".join(f"{k} {v}" for k, v in c.most_common(8)))
+        stalls = [stall_cycles(sass, a) for a, _ in b]
+        stall = f"{sum(stalls):6d}" if None not in stalls else "     -"
+        print(f"   {b[0][0]:#7x} {len(b):5d} {stall}  {branches:28.28s}  " + ", ".join(f"{k} {v}" for k, v in c.most_common(8)))
 
 
 def main():
