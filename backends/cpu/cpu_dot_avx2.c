@@ -1,7 +1,7 @@
 /*
  * AVX2 + FMA kernels (compiled with -mavx2 -mfma; called only when cpuid
- * says so). The int8 block products use vpmaddubsw + vpmaddwd (u8 x s8 pairs
- * never saturate: |24*12 + 24*12| = 576); the rest is cpu_lanes.h, which the
+ * says so). The int8 block products use vpmaddubsw, summed in int16 over a
+ * block, then one vpmaddwd (see dot_pairs); the rest is cpu_lanes.h, which the
  * compiler vectorizes with these flags, with a polynomial exp.
  */
 #include <immintrin.h>
@@ -52,72 +52,91 @@ static inline __m256i bcast_word(const int8_t *p)
     return _mm256_set1_epi32(w);
 }
 
-/* acc += 4-byte dot products of u8 a and s8 b per 32-bit lane. */
-static inline __m256i dot4(__m256i acc, __m256i a, __m256i b)
+/* A block's 8 words of u8 x s8 products summed in int16, widened once: a pair
+ * of products is at most 2 * 24 * 12 = 576 (Q + 12 by K; P^ codes <= 12 by V
+ * give half that), so the 8 pair sums of a block stay within 4608, exact. */
+static inline __m256i dot_pairs(__m256i acc16, __m256i a, __m256i b)
 {
-    const __m256i pairs = _mm256_maddubs_epi16(a, b);
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    return _mm256_add_epi16(acc16, _mm256_maddubs_epi16(a, b));
 }
 
+static inline __m256i widen_block(__m256i acc16)
+{
+    return _mm256_madd_epi16(acc16, _mm256_set1_epi16(1));
+}
+
+/* Four keys by both 8-row halves per pass: each Q word is loaded once for
+ * four keys, each K word broadcast once for both halves. */
 static void cpu_avx2_qk_int(const cpu_qk_int_args *a)
 {
     const int dblk = a->dblk, d = dblk * 32;
     const __m256 scale = _mm256_set1_ps(a->scale);
-    for (int j = 0; j < a->nkeys; j += 2)
-        for (int h = 0; h < 2; h++) {
-            __m256 dot0 = _mm256_setzero_ps(), dot1 = _mm256_setzero_ps();
-            for (int b = 0; b < dblk; b++) {
-                __m256i acc0 = _mm256_set1_epi32(a->kcorr[j * dblk + b]);
-                __m256i acc1 = _mm256_set1_epi32(a->kcorr[(j + 1) * dblk + b]);
-                const int8_t *k = a->k + (size_t)j * d + b * 32;
-                for (int t = 0; t < CPU_WORDS; t++) {
-                    const __m256i q = _mm256_loadu_si256(
-                        (const __m256i *)(a->qp + (size_t)(b * CPU_WORDS + t) * CPU_LANES + 8 * h));
-                    acc0 = dot4(acc0, q, bcast_word(k + 4 * t));
-                    acc1 = dot4(acc1, q, bcast_word(k + d + 4 * t));
+    for (int j = 0; j < a->nkeys; j += 4) {
+        __m256 dot[4][2];
+        for (int r = 0; r < 4; r++) dot[r][0] = dot[r][1] = _mm256_setzero_ps();
+        for (int b = 0; b < dblk; b++) {
+            __m256i acc[4][2];
+            for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+            const int8_t *k = a->k + (size_t)j * d + b * 32;
+            for (int t = 0; t < CPU_WORDS; t++) {
+                const uint32_t *qw = a->qp + (size_t)(b * CPU_WORDS + t) * CPU_LANES;
+                const __m256i q0 = _mm256_loadu_si256((const __m256i *)qw), q1 = _mm256_loadu_si256((const __m256i *)(qw + 8));
+                for (int r = 0; r < 4; r++) {
+                    const __m256i kw = bcast_word(k + r * d + 4 * t);
+                    acc[r][0] = dot_pairs(acc[r][0], q0, kw);
+                    acc[r][1] = dot_pairs(acc[r][1], q1, kw);
                 }
-                const __m256 qs = _mm256_loadu_ps(a->qsc + b * CPU_LANES + 8 * h);
-                const __m256 sc0 = _mm256_mul_ps(qs, _mm256_set1_ps(a->ksc[j * dblk + b]));
-                const __m256 sc1 = _mm256_mul_ps(qs, _mm256_set1_ps(a->ksc[(j + 1) * dblk + b]));
-                dot0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc0), sc0, dot0); /* exact product */
-                dot1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc1), sc1, dot1);
             }
-            _mm256_storeu_ps(a->s + j * CPU_LANES + 8 * h, _mm256_mul_ps(dot0, scale));
-            _mm256_storeu_ps(a->s + (j + 1) * CPU_LANES + 8 * h, _mm256_mul_ps(dot1, scale));
+            for (int r = 0; r < 4; r++) {
+                const __m256i corr = _mm256_set1_epi32(a->kcorr[(j + r) * dblk + b]);
+                const __m256 ks = _mm256_set1_ps(a->ksc[(j + r) * dblk + b]);
+                for (int h = 0; h < 2; h++) {
+                    const __m256 sc = _mm256_mul_ps(_mm256_loadu_ps(a->qsc + b * CPU_LANES + 8 * h), ks);
+                    const __m256 sum = _mm256_cvtepi32_ps(_mm256_add_epi32(widen_block(acc[r][h]), corr));
+                    dot[r][h] = _mm256_fmadd_ps(sum, sc, dot[r][h]); /* exact product */
+                }
+            }
         }
+        for (int r = 0; r < 4; r++)
+            for (int h = 0; h < 2; h++) _mm256_storeu_ps(a->s + (j + r) * CPU_LANES + 8 * h, _mm256_mul_ps(dot[r][h], scale));
+    }
 }
 
+/* Four output columns by both halves, their block sums kept in registers over
+ * the tile's blocks; then acc = alpha * acc + pv, in the reference's order. */
 static void cpu_avx2_pv_int(const cpu_pv_int_args *a)
 {
-    for (int b = 0; b < a->blocks; b++)
-        for (int h = 0; h < 2; h++) {
-            __m256i p[CPU_WORDS];
-            for (int t = 0; t < CPU_WORDS; t++)
-                p[t] = _mm256_loadu_si256((const __m256i *)(a->pp + (size_t)(b * CPU_WORDS + t) * CPU_LANES + 8 * h));
-            const __m256 ps = _mm256_loadu_ps(a->psc + b * CPU_LANES + 8 * h);
-            for (int c = 0; c < a->d; c += 2) {
-                __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
-                const int8_t *v = a->vt + c * a->vt_stride + b * 32;
-                for (int t = 0; t < CPU_WORDS; t++) {
-                    acc0 = dot4(acc0, p[t], bcast_word(v + 4 * t));
-                    acc1 = dot4(acc1, p[t], bcast_word(v + a->vt_stride + 4 * t));
+    const __m256 alpha[2] = {_mm256_loadu_ps(a->alpha), _mm256_loadu_ps(a->alpha + 8)};
+    for (int c = 0; c < a->d; c += 4) {
+        __m256 pv[4][2];
+        for (int r = 0; r < 4; r++) pv[r][0] = pv[r][1] = _mm256_setzero_ps();
+        for (int b = 0; b < a->blocks; b++) {
+            __m256i acc[4][2];
+            for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+            const int8_t *v = a->vt + c * a->vt_stride + b * 32;
+            const uint32_t *pp = a->pp + (size_t)b * CPU_WORDS * CPU_LANES;
+            for (int t = 0; t < CPU_WORDS; t++) {
+                const __m256i p0 = _mm256_loadu_si256((const __m256i *)(pp + t * CPU_LANES));
+                const __m256i p1 = _mm256_loadu_si256((const __m256i *)(pp + t * CPU_LANES + 8));
+                for (int r = 0; r < 4; r++) {
+                    const __m256i vw = bcast_word(v + r * a->vt_stride + 4 * t);
+                    acc[r][0] = dot_pairs(acc[r][0], p0, vw);
+                    acc[r][1] = dot_pairs(acc[r][1], p1, vw);
                 }
-                float *pv0 = a->pv + c * CPU_LANES + 8 * h, *pv1 = pv0 + CPU_LANES;
-                const __m256 sc0 = _mm256_mul_ps(ps, _mm256_set1_ps(a->vsc[c * a->vsc_stride + b]));
-                const __m256 sc1 = _mm256_mul_ps(ps, _mm256_set1_ps(a->vsc[(c + 1) * a->vsc_stride + b]));
-                const __m256 prev0 = b == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(pv0);
-                const __m256 prev1 = b == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(pv1);
-                _mm256_storeu_ps(pv0, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc0), sc0, prev0));
-                _mm256_storeu_ps(pv1, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc1), sc1, prev1));
+            }
+            for (int r = 0; r < 4; r++) {
+                const __m256 vs = _mm256_set1_ps(a->vsc[(c + r) * a->vsc_stride + b]);
+                for (int h = 0; h < 2; h++) {
+                    const __m256 sc = _mm256_mul_ps(_mm256_loadu_ps(a->psc + b * CPU_LANES + 8 * h), vs);
+                    pv[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(widen_block(acc[r][h])), sc, pv[r][h]); /* exact product */
+                }
             }
         }
-    for (int h = 0; h < 2; h++) {
-        const __m256 alpha = _mm256_loadu_ps(a->alpha + 8 * h);
-        for (int c = 0; c < a->d; c++) {
-            float *o = a->acc + c * CPU_LANES + 8 * h;
-            const __m256 pv = a->blocks ? _mm256_loadu_ps(a->pv + c * CPU_LANES + 8 * h) : _mm256_setzero_ps();
-            _mm256_storeu_ps(o, _mm256_add_ps(_mm256_mul_ps(alpha, _mm256_loadu_ps(o)), pv));
-        }
+        for (int r = 0; r < 4; r++)
+            for (int h = 0; h < 2; h++) {
+                float *o = a->acc + (c + r) * CPU_LANES + 8 * h;
+                _mm256_storeu_ps(o, _mm256_add_ps(_mm256_mul_ps(alpha[h], _mm256_loadu_ps(o)), pv[r][h]));
+            }
     }
 }
 
