@@ -54,10 +54,12 @@ static inline __m256i bcast_word(const int8_t *p)
 
 /* A block's 8 words of u8 x s8 products summed in int16, widened once: a pair
  * of products is at most 2 * 24 * 12 = 576 (Q + 12 by K; P^ codes <= 12 by V
- * give half that), so the 8 pair sums of a block stay within 4608, exact. */
+ * give half that), so the 8 pair sums of a block stay within 4608, exact. The
+ * add saturates, though it never does here, so that the compiler keeps it a
+ * chain (it reassociates vpaddw into a tree and spills the products). */
 static inline __m256i dot_pairs(__m256i acc16, __m256i a, __m256i b)
 {
-    return _mm256_add_epi16(acc16, _mm256_maddubs_epi16(a, b));
+    return _mm256_adds_epi16(acc16, _mm256_maddubs_epi16(a, b));
 }
 
 static inline __m256i widen_block(__m256i acc16)
