@@ -52,6 +52,148 @@ static inline __m256i bcast_word(const int8_t *p)
     return _mm256_set1_epi32(w);
 }
 
+/* e^x for x <= 0 or NaN, as cpu_dot_avx512.c's exp512 to the bit: the same
+ * polynomial, then p 2^n in two normal halves, so that a subnormal result is
+ * rounded once, as vscalefps rounds it. */
+static inline __m256 exp256(__m256 x)
+{
+    x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x); /* NaN stays NaN */
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
+    const __m256 n = _mm256_sub_ps(t, magic);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 720.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3750393242e-03f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666416824e-01f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256i ni = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4b400000)); /* n in [-150, 0] */
+    const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1), bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+/* 2^e for e in [-149, 127], exact (subnormal below -126). */
+static inline __m256 pow2_256(__m256i e)
+{
+    const __m256i normal = _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23);
+    const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_add_epi32(e, _mm256_set1_epi32(149)));
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, tiny, _mm256_cmpgt_epi32(_mm256_set1_epi32(-126), e)));
+}
+
+/* The shared exponent of 8 block maxima (bits of a finite value >= 0), as cpu_lanes.h. */
+static inline __m256i exponent256(__m256i mb, cpu_rule rule)
+{
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i biased = _mm256_srli_epi32(mb, 23), f = _mm256_and_si256(mb, _mm256_set1_epi32(0x7fffff));
+    /* compares give -1: e = biased - 129 + [f > up] - 1 + [f > down] */
+    const __m256i up = _mm256_cmpgt_epi32(f, _mm256_set1_epi32(rule.up)), down = _mm256_cmpgt_epi32(f, _mm256_set1_epi32(rule.down));
+    __m256i e = _mm256_sub_epi32(_mm256_sub_epi32(biased, _mm256_set1_epi32(130)), _mm256_add_epi32(up, down));
+    e = _mm256_blendv_epi8(e, _mm256_set1_epi32(-127), _mm256_cmpeq_epi32(biased, zero));
+    e = _mm256_andnot_si256(_mm256_cmpeq_epi32(mb, zero), e);
+    return _mm256_min_epi32(_mm256_max_epi32(e, _mm256_set1_epi32(-127)), _mm256_set1_epi32(127));
+}
+
+/* The E2M1 boundaries of j = 7 (log2 w + 1) for w = 2 P~ 2^-e (see the comment
+ * above cpu_dot_avx512.c's p_lut_bound, whose finite entries these are): a
+ * score's code is the (j > boundary) count's code, the same as that table's. */
+static const float p_bound[7] = {0.0f, 11.094737505048093f, 16.253496664211536f, 19.651484454403228f,
+                                 23.253496664211536f, 26.651484454403228f, 30.253496664211536f};
+
+/* P^ of 8 rows (8h..8h+7) of one 32-key block with shared exponent e straight
+ * from the scores (P~ = e^(s - mnew) never formed). Returns the block's row sum
+ * of P^; *chk turns NaN where a score is NaN or m' and a score are +Inf. */
+static inline __m256 quantize_p_block_scores(const cpu_softmax_args *a, int b, int h, __m256i e, __m256 mnew, __m256 *chk)
+{
+    const __m256 c7 = _mm256_set1_ps(7.0f * 1.44269504088896341f);
+    const __m256 at = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_set1_epi32(2), e)), _mm256_set1_ps(7.0f));
+    /* the compares sum to minus the count: its code at index -count & 7 */
+    const __m256i code = _mm256_setr_epi32(0, 12, 8, 6, 4, 3, 2, 1);
+    __m256 bound[7];
+    for (int i = 0; i < 7; i++) bound[i] = _mm256_set1_ps(p_bound[i]);
+    _mm256_storeu_ps(a->psc + b * CPU_LANES + 8 * h, pow2_256(e));
+    const float *s = a->s + (size_t)b * 32 * CPU_LANES + 8 * h;
+    __m256i codes = _mm256_setzero_si256();
+    __m256 nan = *chk;
+    for (int t = 0; t < CPU_WORDS; t++) {
+        __m256i word = _mm256_setzero_si256();
+        for (int k = 0; k < 4; k++) {
+            const __m256 j = _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(s + (4 * t + k) * CPU_LANES), mnew), c7, at);
+            nan = _mm256_add_ps(nan, j); /* j <= 7 * 129: only NaN makes the sum NaN */
+            __m256i idx = _mm256_castps_si256(_mm256_cmp_ps(j, bound[0], _CMP_GT_OQ));
+            for (int i = 1; i < 7; i++) idx = _mm256_add_epi32(idx, _mm256_castps_si256(_mm256_cmp_ps(j, bound[i], _CMP_GT_OQ)));
+            const __m256i d = _mm256_permutevar8x32_epi32(code, idx);
+            codes = _mm256_add_epi32(codes, d);
+            word = _mm256_or_si256(word, _mm256_slli_epi32(d, 8 * k));
+        }
+        _mm256_storeu_si256((__m256i *)(a->pp + (size_t)(b * CPU_WORDS + t) * CPU_LANES + 8 * h), word);
+    }
+    *chk = nan;
+    /* the block's doubled codes sum exactly (<= 384); P^ = code 2^(e - 1) */
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(codes), pow2_256(_mm256_sub_epi32(e, _mm256_set1_epi32(1))));
+}
+
+/* The PNQ step in one pass over the scores, as cpu_dot_avx512.c's
+ * softmax_pnq_one_pass, for quantized P with no float P wanted. Returns 0,
+ * having written nothing but pp, psc and hidden scores, where a row sees no
+ * key yet or a row sum is NaN: cpu_lanes.h's softmax handles those. */
+static int softmax_pnq_one_pass(const cpu_softmax_args *a)
+{
+    const int len = a->len, blocks = (len + 31) / 32;
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 bmax[2][4096 / 32], mnew[2];
+    for (int h = 0; h < 2; h++) {
+        const __m256i lim = _mm256_min_epi32(_mm256_loadu_si256((const __m256i *)(a->lim + 8 * h)), _mm256_set1_epi32(len - 1));
+        const int masked = !_mm256_testc_si256(_mm256_cmpeq_epi32(lim, _mm256_set1_epi32(len - 1)), _mm256_set1_epi32(-1)) ||
+                           len % 32 != 0;
+        __m256 tmax = ninf;
+        for (int b = 0; b < blocks; b++) {
+            __m256 bm = ninf;
+            for (int j = 32 * b; j < 32 * b + 32; j++) {
+                float *row = a->s + j * CPU_LANES + 8 * h;
+                __m256 s = ninf; /* keys past the end: zero padding, P~ = 0 */
+                if (j < len) s = _mm256_loadu_ps(row);
+                if (masked) {
+                    s = _mm256_blendv_ps(ninf, s, _mm256_castsi256_ps(_mm256_cmpgt_epi32(lim, _mm256_set1_epi32(j - 1))));
+                    _mm256_storeu_ps(row, s);
+                }
+                bm = _mm256_max_ps(s, bm);
+            }
+            bmax[h][b] = bm;
+            tmax = _mm256_max_ps(bm, tmax);
+        }
+        mnew[h] = _mm256_max_ps(tmax, _mm256_loadu_ps(a->m + 8 * h));
+        if (_mm256_movemask_ps(_mm256_cmp_ps(mnew[h], ninf, _CMP_EQ_OQ))) return 0;
+    }
+    __m256 sum[2], chk = _mm256_setzero_ps();
+    for (int h = 0; h < 2; h++) {
+        sum[h] = _mm256_setzero_ps();
+        for (int b = 0; b < blocks; b++) {
+            const __m256i e = exponent256(_mm256_castps_si256(exp256(_mm256_sub_ps(bmax[h][b], mnew[h]))), a->rule);
+            sum[h] = _mm256_add_ps(sum[h], quantize_p_block_scores(a, b, h, e, mnew[h], &chk));
+        }
+    }
+    if (_mm256_movemask_ps(_mm256_cmp_ps(chk, chk, _CMP_UNORD_Q))) return 0;
+    for (int h = 0; h < 2; h++) {
+        const __m256 m = _mm256_loadu_ps(a->m + 8 * h);
+        const __m256 alpha = _mm256_and_ps(_mm256_cmp_ps(m, ninf, _CMP_NEQ_UQ), exp256(_mm256_sub_ps(m, mnew[h])));
+        _mm256_storeu_ps(a->l + 8 * h, _mm256_add_ps(_mm256_mul_ps(alpha, _mm256_loadu_ps(a->l + 8 * h)), sum[h]));
+        _mm256_storeu_ps(a->m + 8 * h, mnew[h]);
+        _mm256_storeu_ps(a->alpha + 8 * h, alpha);
+    }
+    if (a->fused) *a->fused = 0; /* no fused kernels on this path */
+    return 1;
+}
+
+static void cpu_avx2_softmax_pnq(const cpu_softmax_args *a)
+{
+    if (!(a->quant_p && a->pnq && !a->want_float && softmax_pnq_one_pass(a))) cpu_avx2_softmax(a);
+}
+
 /* A block's 8 words of u8 x s8 products summed in int16, widened once: a pair
  * of products is at most 2 * 24 * 12 = 576 (Q + 12 by K; P^ codes <= 12 by V
  * give half that), so the 8 pair sums of a block stay within 4608, exact. The
@@ -195,7 +337,7 @@ const cpu_kernels cpu_kernels_avx2 = {
     .transpose = cpu_avx2_transpose,
     .qk_int = cpu_avx2_qk_int,
     .qk_f32 = cpu_avx2_qk_f32,
-    .softmax = cpu_avx2_softmax,
+    .softmax = cpu_avx2_softmax_pnq,
     .pv_int = cpu_avx2_pv_int,
     .pv_f32 = cpu_avx2_pv_f32,
 };
