@@ -43,6 +43,7 @@ static inline float cpu_avx2_exp(float x)
 #define CPU_HAVE_QK_INT 1
 #define CPU_HAVE_PV_INT 1
 #define CPU_HAVE_F32 1
+#include "cpu_exp.h"
 #include "cpu_lanes.h"
 
 static inline __m256i bcast_word(const int8_t *p)
@@ -52,26 +53,15 @@ static inline __m256i bcast_word(const int8_t *p)
     return _mm256_set1_epi32(w);
 }
 
-/* e^x for x <= 0 or NaN, as cpu_dot_avx512.c's exp512 to the bit: the same
- * polynomial, then p 2^n in two normal halves, so that a subnormal result is
- * rounded once, as vscalefps rounds it. */
+/* e^x for x <= 0 or NaN as cpu_dot_avx512.c's exp512 to the bit: cpu_exp.h,
+ * then p 2^n in two normal halves, so that a subnormal result is rounded once,
+ * as vscalefps rounds it. */
 static inline __m256 exp256(__m256 x)
 {
-    x = _mm256_max_ps(_mm256_set1_ps(-104.0f), x); /* NaN stays NaN */
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
-    const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
-    const __m256 n = _mm256_sub_ps(t, magic);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 720.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3750393242e-03f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666416824e-01f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    const __m256i ni = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4b400000)); /* n in [-150, 0] */
-    const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1), bias = _mm256_set1_epi32(127);
+    __m256 n, p;
+    CPU_EXP_REDUCED(__m256, _mm256, x, n, p);
+    const __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
     const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
     const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);

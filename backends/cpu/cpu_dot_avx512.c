@@ -15,6 +15,7 @@
 #define CPU_HAVE_PV_INT 1
 #define CPU_HAVE_F32 1
 #define CPU_HAVE_TRANSPOSE 1
+#include "cpu_exp.h"
 #include "cpu_lanes.h"
 
 static inline __m512i bcast_word(const int8_t *p)
@@ -24,26 +25,12 @@ static inline __m512i bcast_word(const int8_t *p)
     return _mm512_set1_epi32(w);
 }
 
-/* e^x for x <= 0, to about 1 ulp: x = n ln2 + r, a degree-6 polynomial p
- * for e^r, then p 2^n (scalef rounds subnormal results once). NaN propagates. */
+/* e^x for x <= 0, to about 1 ulp (cpu_exp.h), then p 2^n: scalef rounds
+ * subnormal results once. NaN propagates. */
 static inline __m512 exp512(__m512 x)
 {
-    /* x <= 0 here (scores minus their maximum); below -104, e^x rounds to 0 */
-    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-    /* n = round(x log2 e) by the 1.5 * 2^23 trick (vrndscaleps is two uops) */
-    const __m512 magic = _mm512_set1_ps(12582912.0f);
-    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic), magic);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    /* Taylor to degree 7 with the r^7 term economized (Chebyshev) into r^5 and
-     * r^3 on |r| <= ln2/2: degree 6, max relative error 1.2 * 2^-24 */
-    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3750393242e-03f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666416824e-01f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    __m512 n, p;
+    CPU_EXP_REDUCED(__m512, _mm512, x, n, p);
     return _mm512_scalef_ps(p, n);
 }
 
