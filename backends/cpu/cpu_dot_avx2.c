@@ -43,7 +43,13 @@ static inline float cpu_avx2_exp(float x)
 #define CPU_HAVE_QK_INT 1
 #define CPU_HAVE_PV_INT 1
 #define CPU_HAVE_F32 1
+#define CPU_HAVE_QUANTIZE 1
 #include "cpu_exp.h"
+#include "cpu_kernels.h"
+
+/* below, with intrinsics; cpu_lanes.h's softmax calls it */
+static void cpu_avx2_quantize(const float *x, int nblk, cpu_rule rule, int offset, const cpu_quant_out *out);
+
 #include "cpu_lanes.h"
 
 static inline __m256i bcast_word(const int8_t *p)
@@ -86,6 +92,80 @@ static inline __m256i exponent256(__m256i mb, cpu_rule rule)
     e = _mm256_blendv_epi8(e, _mm256_set1_epi32(-127), _mm256_cmpeq_epi32(biased, zero));
     e = _mm256_andnot_si256(_mm256_cmpeq_epi32(mb, zero), e);
     return _mm256_min_epi32(_mm256_max_epi32(e, _mm256_set1_epi32(-127)), _mm256_set1_epi32(127));
+}
+
+/* Twice the E2M1 rounding, given w = 2 |x| 2^-e (see cpu_lanes.h round2). */
+static inline __m256 round2_256(__m256 w)
+{
+    __m256i eb = _mm256_and_si256(_mm256_castps_si256(w), _mm256_set1_epi32(0x7f800000));
+    eb = _mm256_max_epu32(eb, _mm256_set1_epi32(128 << 23));
+    const __m256 c = _mm256_castsi256_ps(_mm256_add_epi32(eb, _mm256_set1_epi32(22 << 23)));
+    const __m256 r = _mm256_sub_ps(_mm256_add_ps(w, c), c);
+    return _mm256_min_ps(r, _mm256_set1_ps(12.0f)); /* NaN in, 12 out, as cpu_lanes.h */
+}
+
+/* The low bytes of 8 32-bit lanes, stored as 8 bytes. */
+static inline void store_low_bytes(uint8_t *dst, __m256i v)
+{
+    const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1,
+                                          -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(v, pick), _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1));
+    _mm_storel_epi64((__m128i *)dst, _mm256_castsi256_si128(b));
+}
+
+/* cpu_lanes.h's quantize with intrinsics (the compiler does not vectorize that
+ * one well), the 16 lanes as two halves: same outputs, same rounding, NaN
+ * blocks included. */
+static void cpu_avx2_quantize(const float *x, int nblk, cpu_rule rule, int offset, const cpu_quant_out *out)
+{
+    const __m256i absmask = _mm256_set1_epi32(0x7fffffff), zero = _mm256_setzero_si256();
+    /* E2M1 code of a doubled value d (bytes 1-3 of each lane's index have the
+     * top bit set, so they come out 0) */
+    const __m256i nibtab = _mm256_setr_epi8(0, 1, 2, 3, 4, 0, 5, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 1, 2, 3, 4, 0, 5, 0, 6, 0, 0, 0, 7, 0, 0, 0);
+    const __m256 nan = _mm256_set1_ps(NAN);
+    for (int b = 0; b < nblk; b++)
+        for (int h = 0; h < 2; h++) {
+            const float *xb = x + (size_t)b * 32 * CPU_LANES + 8 * h;
+            __m256i mx = zero;
+            for (int i = 0; i < 32; i++)
+                mx = _mm256_max_epi32(mx, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(xb + i * CPU_LANES)), absmask));
+            const __m256i bad = _mm256_cmpgt_epi32(mx, _mm256_set1_epi32(0x7f7fffff));
+            const __m256i e = _mm256_andnot_si256(bad, exponent256(mx, rule));
+            const __m256 inv = pow2_256(_mm256_sub_epi32(zero, e)), half = pow2_256(_mm256_sub_epi32(e, _mm256_set1_epi32(1)));
+            const int o = b * CPU_LANES + 8 * h;
+            if (out->scale) _mm256_storeu_ps(out->scale + o, _mm256_blendv_ps(pow2_256(e), nan, _mm256_castsi256_ps(bad)));
+            if (out->sbyte) store_low_bytes(out->sbyte + o, _mm256_or_si256(_mm256_add_epi32(e, _mm256_set1_epi32(127)), bad));
+            __m256i sum = zero;
+            for (int t = 0; t < CPU_WORDS; t++) {
+                __m256i word = zero;
+                for (int k = 0; k < 4; k++) {
+                    const int i = 4 * t + k;
+                    const __m256i xv = _mm256_loadu_si256((const __m256i *)(xb + i * CPU_LANES));
+                    const __m256 a = _mm256_castsi256_ps(_mm256_and_si256(xv, absmask));
+                    /* (|x| 2^-e) * 2: both steps exact where a code can be non-zero */
+                    const __m256 w = _mm256_andnot_ps(_mm256_castsi256_ps(bad),
+                                                      round2_256(_mm256_mul_ps(_mm256_mul_ps(a, inv), _mm256_set1_ps(2.0f))));
+                    const __m256i d = _mm256_cvtps_epi32(w), neg = _mm256_srai_epi32(xv, 31);
+                    const __m256i sd = _mm256_sub_epi32(_mm256_xor_si256(d, neg), neg);
+                    sum = _mm256_add_epi32(sum, sd);
+                    const __m256i byte = _mm256_and_si256(_mm256_add_epi32(sd, _mm256_set1_epi32(offset)), _mm256_set1_epi32(0xff));
+                    word = _mm256_or_si256(word, _mm256_slli_epi32(byte, 8 * k));
+                    const size_t row = (size_t)(b * 32 + i) * CPU_LANES + 8 * h;
+                    if (out->decoded) {
+                        const __m256i sign = _mm256_andnot_si256(absmask, xv);
+                        const __m256 dec = _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(_mm256_mul_ps(w, half)), sign));
+                        _mm256_storeu_ps(out->decoded + row, _mm256_blendv_ps(dec, nan, _mm256_castsi256_ps(bad)));
+                    }
+                    if (out->nibble) {
+                        __m256i c = _mm256_shuffle_epi8(nibtab, _mm256_or_si256(d, _mm256_set1_epi32((int)0x80808000u)));
+                        c = _mm256_or_si256(c, _mm256_and_si256(neg, _mm256_set1_epi32(8)));
+                        store_low_bytes(out->nibble + row, _mm256_andnot_si256(bad, c));
+                    }
+                }
+                if (out->packed) _mm256_storeu_si256((__m256i *)(out->packed + (size_t)(b * CPU_WORDS + t) * CPU_LANES + 8 * h), word);
+            }
+            if (out->sum) _mm256_storeu_si256((__m256i *)(out->sum + o), sum);
+        }
 }
 
 /* The E2M1 boundaries of j = 7 (log2 w + 1) for w = 2 P~ 2^-e (see the comment
