@@ -1,7 +1,9 @@
 /*
  * AVX2 + FMA kernels (compiled with -mavx2 -mfma; called only when cpuid
  * says so). The int8 block products use vpmaddubsw, summed in int16 over a
- * block, then one vpmaddwd (see dot_pairs); the rest is cpu_lanes.h, which the
+ * block, then one vpmaddwd (see dot_pairs); quantization and the PNQ softmax
+ * (P^ codes straight from the scores, as the AVX-512 path) are intrinsics;
+ * the rest, the softmax's other forms included, is cpu_lanes.h, which the
  * compiler vectorizes with these flags, with a polynomial exp.
  */
 #include <immintrin.h>
