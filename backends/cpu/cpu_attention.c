@@ -27,7 +27,6 @@ typedef struct scratch {
     uint32_t *pp;  /* [bc/32][8][16], or the fused form's [chains][bc/32][8][16] */
     float *psc;    /* [bc/32][16] */
     float *acc;    /* [d][16] */
-    float *pv;     /* [d][16] */
     uint32_t *qp8; /* [d/4][16] fused Q */
     float *qsc8;   /* [16] fused Q scale, then [CPU_FUSED_CHAINS][16] fused P^ units */
 } scratch;
@@ -55,13 +54,12 @@ static size_t up64(size_t n)
 
 static size_t scratch_layout(int64_t d, int bc, char *base, scratch *s)
 {
-    const size_t sizes[10] = {(size_t)d * L * 4, (size_t)d / 32 * CPU_WORDS * L * 4, (size_t)d / 32 * L * 4,
-                              (size_t)bc * L * 4, (size_t)bc / 32 * CPU_WORDS * L * 4 * CPU_FUSED_CHAINS,
-                              (size_t)bc / 32 * L * 4, (size_t)d * L * 4, (size_t)d * L * 4, (size_t)d * L,
-                              (1 + CPU_FUSED_CHAINS) * L * 4};
-    void *parts[10];
+    const size_t sizes[9] = {(size_t)d * L * 4, (size_t)d / 32 * CPU_WORDS * L * 4, (size_t)d / 32 * L * 4,
+                             (size_t)bc * L * 4, (size_t)bc / 32 * CPU_WORDS * L * 4 * CPU_FUSED_CHAINS,
+                             (size_t)bc / 32 * L * 4, (size_t)d * L * 4, (size_t)d * L, (1 + CPU_FUSED_CHAINS) * L * 4};
+    void *parts[9];
     size_t off = 0;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 9; i++) {
         parts[i] = base ? base + off : NULL;
         off += up64(sizes[i]);
     }
@@ -73,9 +71,8 @@ static size_t scratch_layout(int64_t d, int bc, char *base, scratch *s)
         s->pp = parts[4];
         s->psc = parts[5];
         s->acc = parts[6];
-        s->pv = parts[7];
-        s->qp8 = parts[8];
-        s->qsc8 = parts[9];
+        s->qp8 = parts[7];
+        s->qsc8 = parts[8];
     }
     return off;
 }
@@ -174,7 +171,7 @@ static void attention_task(void *ctx, int64_t item, int worker)
             kern->pv_fused(&fa);
         } else if (p->pv_int) {
             const cpu_pv_int_args pa = {sc.pp, sc.psc, hd->vt + j0, p->nk_pad, hd->vsc + j0 / 32, p->nk_pad / 32,
-                                        blocks, (int)d, alpha, sc.acc, sc.pv};
+                                        blocks, (int)d, alpha, sc.acc};
             kern->pv_int(&pa);
         } else {
             kern->pv_f32(sc.s, hd->vf + j0 * d, len, (int)d, alpha, sc.acc);

@@ -100,7 +100,6 @@ typedef struct cpu_pv_int_args {
     int blocks, d;
     const float *alpha;
     float *acc; /* [d][16] */
-    float *pv;  /* [d][16] scratch */
 } cpu_pv_int_args;
 
 /* acc = alpha * acc + P^ V^ as one integer dot per (row, column) and chain over

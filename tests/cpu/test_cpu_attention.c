@@ -200,7 +200,7 @@ static void test_softmax_p_chains(void **state)
     (void)state;
     enum { BC = 256, NBLK = BC / 32, DV = 32 };
     static const int vcodes[] = {0, 1, 2, 3, 4, 6, 8, 12};
-    static float s[BC * L], s1[BC * L], psc[NBLK * L], psc8[CPU_FUSED_CHAINS * L], acc[DV * L], acc1[DV * L], pvs[DV * L];
+    static float s[BC * L], s1[BC * L], psc[NBLK * L], psc8[CPU_FUSED_CHAINS * L], acc[DV * L], acc1[DV * L];
     static uint32_t pp[CPU_FUSED_CHAINS * NBLK * CPU_WORDS * L], pp1[NBLK * CPU_WORDS * L];
     static int8_t vt[DV * BC];
     static float vsc[DV], vscb[DV * NBLK];
@@ -257,7 +257,7 @@ static void test_softmax_p_chains(void **state)
             if (!chains) continue;
             for (int i = 0; i < DV * L; i++) acc[i] = acc1[i] = 0.0f;
             const cpu_pv_fused_args pf = {pp, psc8, chains, vt, BC, vsc, 1, NBLK * CPU_WORDS, DV, alpha, acc};
-            const cpu_pv_int_args pi = {pp1, psc, vt, BC, vscb, NBLK, NBLK, DV, alpha1, acc1, pvs};
+            const cpu_pv_int_args pi = {pp1, psc, vt, BC, vscb, NBLK, NBLK, DV, alpha1, acc1};
             k->pv_fused(&pf);
             k->pv_int(&pi);
             for (int c = 0; c < DV; c++)
