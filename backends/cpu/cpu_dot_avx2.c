@@ -170,11 +170,10 @@ static void cpu_avx2_quantize(const float *x, int nblk, cpu_rule rule, int offse
         }
 }
 
-/* The E2M1 boundaries of j = 7 (log2 w + 1) for w = 2 P~ 2^-e (see the comment
- * above cpu_dot_avx512.c's p_lut_bound, whose finite entries these are): a
- * score's code is the (j > boundary) count's code, the same as that table's. */
-static const float p_bound[7] = {0.0f, 11.094737505048093f, 16.253496664211536f, 19.651484454403228f,
-                                 23.253496664211536f, 26.651484454403228f, 30.253496664211536f};
+/* The boundaries of j (cpu_kernels.h; 0 for code 0 | 1): a score's code is the
+ * (j > boundary) count's code, the same as cpu_dot_avx512.c's p_lut_bound gives. */
+static const float p_bound[7] = {0.0f,          CPU_P_BOUND_1, CPU_P_BOUND_2, CPU_P_BOUND_3,
+                                 CPU_P_BOUND_4, CPU_P_BOUND_5, CPU_P_BOUND_6};
 
 /* P^ of 8 rows (8h..8h+7) of one 32-key block with shared exponent e straight
  * from the scores (P~ = e^(s - mnew) never formed). Returns the block's row sum

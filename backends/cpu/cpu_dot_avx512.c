@@ -304,9 +304,9 @@ static inline __m512 quantize_p_block(const cpu_softmax_args *a, float *p, int b
  * 1 + |x| / 2 ulp, inside the 3 + 2 |x| ulp an exp may err (SPEC §3, conform_flip.c). */
 static const float p_lut_bound[32] __attribute__((aligned(64))) = {
     0.0f, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY,
-    11.094737505048093f, INFINITY, INFINITY, INFINITY, INFINITY, 16.253496664211536f, INFINITY, INFINITY,
-    19.651484454403228f, INFINITY, INFINITY, INFINITY, 23.253496664211536f, INFINITY, INFINITY,
-    26.651484454403228f, INFINITY, INFINITY, INFINITY, 30.253496664211536f, INFINITY};
+    CPU_P_BOUND_1, INFINITY, INFINITY, INFINITY, INFINITY, CPU_P_BOUND_2, INFINITY, INFINITY,
+    CPU_P_BOUND_3, INFINITY, INFINITY, INFINITY, CPU_P_BOUND_4, INFINITY, INFINITY,
+    CPU_P_BOUND_5, INFINITY, INFINITY, INFINITY, CPU_P_BOUND_6, INFINITY};
 static const int32_t p_lut_code[32] __attribute__((aligned(64))) = {
     0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 4, 4, 4, 4, 6, 6, 6, 8, 8, 8, 8, 12};
 

@@ -26,6 +26,14 @@
 #define CPU_FUSED_CHAINS 3
 #define CPU_FUSED_OFFSET 96
 #define CPU_FUSED_MAX_BC 256 /* 256 keys * 192 * 96 < 2^24 */
+/* The E2M1 boundaries above code 0 as boundaries of j = 7 (log2 w + 1), w = 2 P~ 2^-e:
+ * the one-pass PNQ softmaxes read a score's P^ code off them (cpu_dot_avx512.c says why) */
+#define CPU_P_BOUND_1 11.094737505048093f /* codes 1 | 2 */
+#define CPU_P_BOUND_2 16.253496664211536f /* 2 | 3 */
+#define CPU_P_BOUND_3 19.651484454403228f /* 3 | 4 */
+#define CPU_P_BOUND_4 23.253496664211536f /* 4 | 6 */
+#define CPU_P_BOUND_5 26.651484454403228f /* 6 | 8 */
+#define CPU_P_BOUND_6 30.253496664211536f /* 8 | 12 */
 
 /* A shared-exponent rule as integer thresholds on the fraction of the block
  * maximum (SPEC §1): e = E - 2 + [f > up] - [f <= down]. */
