@@ -46,6 +46,7 @@ static inline float cpu_avx2_exp(float x)
 #define CPU_HAVE_PV_INT 1
 #define CPU_HAVE_F32 1
 #define CPU_HAVE_QUANTIZE 1
+#define CPU_HAVE_TRANSPOSE 1
 #include "cpu_exp.h"
 #include "cpu_kernels.h"
 
@@ -53,6 +54,52 @@ static inline float cpu_avx2_exp(float x)
 static void cpu_avx2_quantize(const float *x, int nblk, cpu_rule rule, int offset, const cpu_quant_out *out);
 
 #include "cpu_lanes.h"
+
+/* 8 x 8 32-bit elements transposed in registers: pairs, quads, then 128-bit lanes. */
+static inline void transpose8x8(__m256i v[8])
+{
+    __m256i t[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+        t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) { /* columns 0|4, 1|5, 2|6, 3|7 of four rows */
+        v[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+        v[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+        v[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+        v[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+        t[j] = _mm256_permute2x128_si256(v[j], v[4 + j], 0x20);
+        t[4 + j] = _mm256_permute2x128_si256(v[j], v[4 + j], 0x31);
+    }
+    for (int j = 0; j < 8; j++) v[j] = t[j];
+}
+
+/* cpu_lanes.h's transpose of 32-bit words (rows past `valid` read as 0): whole 8 x 8 blocks
+ * in registers, the edges word by word (AMD's masked loads and stores are microcoded). */
+static void cpu_avx2_transpose(const void *src, int64_t src_stride, int rows, int valid, int cols, void *dst,
+                               int64_t dst_stride)
+{
+    const int32_t *s = src;
+    int32_t *d = dst;
+    const int rows8 = rows & ~7, cols8 = cols & ~7;
+    for (int r0 = 0; r0 < rows8; r0 += 8)
+        for (int c0 = 0; c0 < cols8; c0 += 8) {
+            __m256i v[8];
+            for (int i = 0; i < 8; i++)
+                v[i] = r0 + i < valid ? _mm256_loadu_si256((const __m256i *)(s + (r0 + i) * src_stride + c0))
+                                      : _mm256_setzero_si256();
+            transpose8x8(v);
+            for (int c = 0; c < 8; c++) _mm256_storeu_si256((__m256i *)(d + (c0 + c) * dst_stride + r0), v[c]);
+        }
+    for (int r = 0; r < rows; r++)
+        for (int c = r < rows8 ? cols8 : 0; c < cols; c++) {
+            int32_t w = 0;
+            if (r < valid) memcpy(&w, s + r * src_stride + c, 4);
+            memcpy(d + c * dst_stride + r, &w, 4);
+        }
+}
 
 static inline __m256i bcast_word(const int8_t *p)
 {

@@ -25,12 +25,17 @@
 // and accumulates O += (2^12 P^) V. The recipe's P quantization, PNQ and rounding rule are
 // a specialization constant (MODE), so each pipeline carries only its own softmax.
 //
-// PIPE (constant 9): the products of the next tile's S run inside this tile's softmax and
+// PIPE (constant 9, bit 0): the products of the next tile's S run inside this tile's softmax and
 // P V. The driver schedules within a basic block, and the barrier per tile starts every
 // subgroup on the same phase, so without it the matrix units idle through the softmax and
 // the arithmetic units through the products. With it sK holds tile t + 1 while sV holds tile
 // t (one buffer each, as before), K is fetched two tiles ahead and V one, and S of tile t + 1
 // lives beside P of tile t (32 more registers at one row block).
+//
+// PV_LAG (constant 9, bit 1; fp16 P V): tile t's P V runs inside tile t + 1's softmax, in one
+// basic block with it, so the matrix units and shared memory work through the softmax too.
+// V^T then has two buffers (tile t in buffer t % 2), P^ of tile t waits in its A matrices, and
+// O and l take tile t + 1's alpha after tile t's products, as before (pv_lagged).
 //
 // S_INT8: S from int8 products on prep_qk.comp's OUT_I8 form (2 x E2M1), one 32-wide MXFP4
 // block per 32 / SK chained products, exact in int32. A subgroup whose 16 query rows and
@@ -87,10 +92,17 @@ layout(constant_id = 7) const int SK = 32;
 layout(constant_id = 7) const int SK = 16;
 #endif
 layout(constant_id = 8) const int PN = 16;
-layout(constant_id = 9) const bool PIPE = false; // the next tile's S inside this tile's softmax (see above)
+layout(constant_id = 9) const int TUNE = 0; // bit 0: PIPE, bit 1: PV_LAG (see above)
 layout(constant_id = 10) const int S_MAP = 0xFAC688; // codes 0..7 in order
 layout(constant_id = 11) const int O_MAP = 0xFAC688;
 layout(constant_id = 12) const int A_MAP = 0xFAC688;
+const bool PIPE = (TUNE & 1) != 0;
+#ifdef PV_INT8
+const bool PV_LAG = false;
+#else
+const bool PV_LAG = (TUNE & 2) != 0;
+#endif
+const int NVBUF = 1 + ((TUNE >> 1) & 1); // V^T tile buffers (PV_LAG: two)
 const bool QUANT_P = (MODE & 1) != 0;
 const bool HAT_SUM = (MODE & 3) == 3;
 const uint KIND = uint(MODE >> 2) & 1u;
@@ -188,7 +200,7 @@ const bool FOLD = false;
 #endif
 
 shared uvec4 sK[BC * KSTR]; // K tile, row-major: sK[key][d]
-shared uvec4 sV[D * VSTR];  // V^T tile: sV[d][key]
+shared uvec4 sV[NVBUF * D * VSTR]; // V^T tile: sV[d][key] (PV_LAG: tile t in buffer t % 2)
 shared float sKs[BC * NB];  // the tile's K scales
 #ifdef PV_INT8
 const int PSTR = BC / 4 + 4; // sP row stride in words: 8-row phases of 16-byte loads hit distinct banks
@@ -270,11 +282,11 @@ void stage_k(uint tid, uvec4 k_next[PER_THREAD_K], float ks_next[PER_THREAD_S])
         if (idx < uint(BC * NB)) sKs[idx] = ks_next[u];
     }
 }
-void stage_v(uint tid, uvec4 v_next[PER_THREAD])
+void stage_v(uint tid, uvec4 v_next[PER_THREAD], uint vbase)
 {
     [[unroll]] for (int u = 0; u < PER_THREAD; u++) {
         const uint idx = tid + uint(u * THREADS);
-        sV[idx / uint(VPR) * uint(VSTR) + idx % uint(VPR)] = v_next[u];
+        sV[vbase + idx / uint(VPR) * uint(VSTR) + idx % uint(VPR)] = v_next[u];
     }
 }
 
@@ -378,6 +390,8 @@ void scores_wide()
 }
 #endif
 
+float l_hi[RB], l_lo[RB]; // each row's l (in units of 2^-12): main's, a global for pv_lagged
+
 #ifndef PV_INT8
 float psum_hi[RB], psum_lo[RB]; // pv_tile's row sums of P^ (MMA_SUM)
 
@@ -388,7 +402,7 @@ float psum_hi[RB], psum_lo[RB]; // pv_tile's row sums of P^ (MMA_SUM)
 // for E2M1 blocks within about 14 binades of each other; otherwise the matrix unit's fp32
 // accumulation rounds it, as it does O's. Either way only the order of l's fp32 summation
 // differs from the reference.
-void pv_tile()
+void pv_tile(uint vbase)
 {
     OACC rsum[RB];
     [[unroll]] for (int rb = 0; rb < RB; rb++) rsum[rb] = OACC(0.0);
@@ -396,7 +410,7 @@ void pv_tile()
     [[unroll]] for (int kp = 0; kp < BC / 16; kp++) {
         [[unroll]] for (int dt = 0; dt < DT; dt++) {
             VMAT vb;
-            coopMatLoad(vb, sV, uint(dt * PN * VSTR + kp * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
+            coopMatLoad(vb, sV, vbase + uint(dt * PN * VSTR + kp * 2), uint(VSTR), gl_CooperativeMatrixLayoutColumnMajor);
             [[unroll]] for (int rb = 0; rb < RB; rb++) oacc[rb * DT + dt] = coopMatMulAdd(pa_v[rb * (BC / 16) + kp], vb, oacc[rb * DT + dt]);
         }
         if (MMA_SUM) [[unroll]] for (int rb = 0; rb < RB; rb++) rsum[rb] = coopMatMulAdd(pa_v[rb * (BC / 16) + kp], ones, rsum[rb]);
@@ -410,6 +424,19 @@ void pv_tile()
             }
         }
     }
+}
+
+// PV_LAG: O += P^ V for the previous tile (pa_v, its V^T at vbase) and its row sums into l,
+// where the tile's alpha already scaled l (MMA_SUM); a row's l and O then take this tile's
+// alpha together, so the sums are those of pv_tile's order, only rounded once more.
+void pv_lagged(uint vbase)
+{
+    pv_tile(vbase);
+    if (MMA_SUM)
+        [[unroll]] for (int rb = 0; rb < RB; rb++) {
+            l_hi[rb] += psum_hi[rb];
+            l_lo[rb] += psum_lo[rb];
+        }
 }
 #endif
 
@@ -443,6 +470,12 @@ void main()
             coopMatLoad(qa[rb * NCH + c], q4, (bh * pc.nq_pad + i0 + uint(16 * rb)) * uint(KW) + uint(c * CW), uint(KW),
                         gl_CooperativeMatrixLayoutRowMajor);
     [[unroll]] for (int dt = 0; dt < RB * DT; dt++) oacc[dt] = OACC(0.0);
+#ifndef PV_INT8
+    if (PV_LAG) { // tile 0's lagged P V multiplies zeros by zeros (buffer 1), never stale NaN bits
+        [[unroll]] for (int x = 0; x < RB * (BC / 16); x++) pa_v[x] = PMAT(0.0);
+        for (uint x = tid; x < uint(D * VSTR); x += uint(THREADS)) sV[uint(D * VSTR) + x] = uvec4(0u);
+    }
+#endif
 
 #ifdef S_INT8
     bool wide_row = false;
@@ -490,7 +523,7 @@ void main()
     }
     const int ntiles = wg_last < 0 ? 0 : wg_last / BC + 1;
     const uint k_row0 = kvh * pc.nk_pad, v_row0 = kvh * uint(D);
-    float m_hi[RB], m_lo[RB], l_hi[RB], l_lo[RB];
+    float m_hi[RB], m_lo[RB];
     [[unroll]] for (int rb = 0; rb < RB; rb++) {
         m_hi[rb] = m_lo[rb] = NEG_INF;
         l_hi[rb] = l_lo[rb] = 0.0;
@@ -524,13 +557,22 @@ void main()
         const uint j0 = uint(tile * BC);
         barrier(); // every subgroup is done with the previous tile (and PIPE: with this tile's K)
         stage_k(tid, k_next, ks_next); // PIPE: the next tile's (the last tile stages a stale copy, never used)
-        stage_v(tid, v_next);
+        stage_v(tid, v_next, PV_LAG ? uint(tile & 1) * uint(D * VSTR) : 0u);
         barrier();
+        const uint vbuf_prev = uint((tile + 1) & 1) * uint(D * VSTR); // PV_LAG: the previous tile's V^T
         if (tile + 1 < ntiles) fetch_v(j0 + uint(BC), v_at, v_next);
         if (tile + (PIPE ? 2 : 1) < ntiles) fetch_k(j0 + uint(PIPE ? 2 * BC : BC), tid, k_at, ks_at, k_next, ks_next);
         // this subgroup's rows see none of these keys (causal only: a constant, so a non-causal
         // pipeline has no second path around the tile, whose merge cost register moves)
-        if (HAS_CAUSAL && int(j0) > warp_last) continue;
+        if (HAS_CAUSAL && int(j0) > warp_last) {
+#ifndef PV_INT8
+            if (PV_LAG) { // the last tile these rows see: its P V now, and nothing after it
+                pv_lagged(vbuf_prev);
+                [[unroll]] for (int x = 0; x < RB * (BC / 16); x++) pa_v[x] = PMAT(0.0);
+            }
+#endif
+            continue;
+        }
 
         // S of this tile (PIPE: computed during the previous tile)
         if (!PIPE) {
@@ -556,33 +598,44 @@ void main()
 
         const bool masked = int(j0) + BC - 1 > min(warp_first_last, nk - 1);
         float alpha_hi[RB], alpha_lo[RB], mn_hi[RB], mn_lo[RB];
-        [[unroll]] for (int rb = 0; rb < RB; rb++) {
-            // S is in log2 units (the Q scales carry log2(e)). Maxima per row and 32-key block,
-            // masking only tiles that reach past some row's last key.
-            float bm_hi[BC / 32], bm_lo[BC / 32];
-            [[unroll]] for (int blk = 0; blk < BC / 32; blk++) bm_hi[blk] = bm_lo[blk] = NEG_INF;
-            [[dont_flatten]] if (masked) {
+        // S is in log2 units (the Q scales carry log2(e)). Maxima per row and 32-key block,
+        // masking only tiles that reach past some row's last key.
+        float bm_hi[RB * (BC / 32)], bm_lo[RB * (BC / 32)];
+        [[unroll]] for (int x = 0; x < RB * (BC / 32); x++) bm_hi[x] = bm_lo[x] = NEG_INF;
+        [[dont_flatten]] if (masked) {
+            [[unroll]] for (int rb = 0; rb < RB; rb++) {
                 const int lim_hi = last_hi[rb] - int(j0 + 2u * t4), lim_lo = last_lo[rb] - int(j0 + 2u * t4); // masked column offsets exceed these
                 [[unroll]] for (int kt = 0; kt < KT; kt++) {
                     [[unroll]] for (int i = 0; i < NE_S; i++) {
                         const bool lo = code_low(s_code(i));
+                        const int x = rb * (BC / 32) + kt / TPB;
                         if (kt * SN + code_col(s_code(i)) > (lo ? lim_lo : lim_hi)) s[rb * KT + kt][i] = NEG_INF;
-                        if (lo) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[rb * KT + kt][i]);
-                        else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[rb * KT + kt][i]);
-                    }
-                }
-            } else {
-                [[unroll]] for (int kt = 0; kt < KT; kt++) {
-                    [[unroll]] for (int i = 0; i < NE_S; i++) {
-                        if (code_low(s_code(i))) bm_lo[kt / TPB] = max(bm_lo[kt / TPB], s[rb * KT + kt][i]);
-                        else bm_hi[kt / TPB] = max(bm_hi[kt / TPB], s[rb * KT + kt][i]);
+                        if (lo) bm_lo[x] = max(bm_lo[x], s[rb * KT + kt][i]);
+                        else bm_hi[x] = max(bm_hi[x], s[rb * KT + kt][i]);
                     }
                 }
             }
+        } else {
+            [[unroll]] for (int rb = 0; rb < RB; rb++) {
+                [[unroll]] for (int kt = 0; kt < KT; kt++) {
+                    [[unroll]] for (int i = 0; i < NE_S; i++) {
+                        const int x = rb * (BC / 32) + kt / TPB;
+                        if (code_low(s_code(i))) bm_lo[x] = max(bm_lo[x], s[rb * KT + kt][i]);
+                        else bm_hi[x] = max(bm_hi[x], s[rb * KT + kt][i]);
+                    }
+                }
+            }
+        }
+        // PV_LAG: the previous tile's P V, in the same basic block as this tile's softmax (O
+        // takes it before this tile's alpha, as it would have at the end of the previous tile)
+#ifndef PV_INT8
+        if (PV_LAG) pv_lagged(vbuf_prev);
+#endif
+        [[unroll]] for (int rb = 0; rb < RB; rb++) {
             // the factor still to apply to s (FOLD), and the block maxima with it (qs > 0 keeps their order)
             const float qf_hi = FOLD && narrow ? qs_hi[rb] : 1.0, qf_lo = FOLD && narrow ? qs_lo[rb] : 1.0;
             float mx_hi = NEG_INF, mx_lo = NEG_INF;
-            [[unroll]] for (int blk = 0; blk < BC / 32; blk++) {
+            [[unroll]] for (int blk = rb * (BC / 32); blk < (rb + 1) * (BC / 32); blk++) {
                 bm_hi[blk] = quad_max(bm_hi[blk]) * qf_hi;
                 bm_lo[blk] = quad_max(bm_lo[blk]) * qf_lo;
                 mx_hi = max(mx_hi, bm_hi[blk]);
@@ -617,7 +670,7 @@ void main()
                     // element's own P~), as long as exp2 is monotonic; were it not somewhere, a P~
                     // 1 ulp above a block exponent boundary could saturate. Saves a max per
                     // element over P~'s bits.
-                    const float pm_hi = exp2(bm_hi[blk] - mz_hi), pm_lo = exp2(bm_lo[blk] - mz_lo);
+                    const float pm_hi = exp2(bm_hi[rb * (BC / 32) + blk] - mz_hi), pm_lo = exp2(bm_lo[rb * (BC / 32) + blk] - mz_lo);
                     uint exb_hi = mx_p_exponent_bits(floatBitsToUint(pm_hi), p_carry, P_FP8 ? 2u : KIND);
                     uint exb_lo = mx_p_exponent_bits(floatBitsToUint(pm_lo), p_carry, P_FP8 ? 2u : KIND);
                     // E2M1: saturation at 6 * 2^e; E4M3: at 448 * 2^e, rounding from the binade e - 6 up
@@ -653,6 +706,10 @@ void main()
             }
             if (mn_hi[rb] != NEG_INF) { if (!MMA_SUM) l_hi[rb] = alpha_hi[rb] * l_hi[rb] + rs_hi; m_hi[rb] = mn_hi[rb]; }
             if (mn_lo[rb] != NEG_INF) { if (!MMA_SUM) l_lo[rb] = alpha_lo[rb] * l_lo[rb] + rs_lo; m_lo[rb] = mn_lo[rb]; }
+            if (MMA_SUM && PV_LAG) { // l holds the previous tile's sums (pv_lagged): rescale it with O
+                l_hi[rb] *= alpha_hi[rb];
+                l_lo[rb] *= alpha_lo[rb];
+            }
             [[unroll]] for (int dt = 0; dt < DT; dt++)
                 [[unroll]] for (int i = 0; i < NE_O; i++) oacc[rb * DT + dt][i] *= code_low(o_code(i)) ? alpha_lo[rb] : alpha_hi[rb];
 
@@ -738,8 +795,8 @@ void main()
                     const int c = a_code(i);
                     pa_v[rb * (BC / 16) + kp][i] = float16_t(s[rb * KT + (SN == 16 ? kp : 2 * kp + (c >> 2))][s_index(c)]);
                 }
-        pv_tile();
-        if (MMA_SUM)
+        if (!PV_LAG) pv_tile(0u);
+        if (MMA_SUM && !PV_LAG)
             [[unroll]] for (int rb = 0; rb < RB; rb++) {
                 if (mn_hi[rb] != NEG_INF) l_hi[rb] = alpha_hi[rb] * l_hi[rb] + psum_hi[rb];
                 if (mn_lo[rb] != NEG_INF) l_lo[rb] = alpha_lo[rb] * l_lo[rb] + psum_lo[rb];
@@ -755,6 +812,9 @@ void main()
         }
     }
 
+#ifndef PV_INT8
+    if (PV_LAG && ntiles > 0) pv_lagged(uint((ntiles - 1) & 1) * uint(D * VSTR)); // the last tile's P V
+#endif
     // O = acc * vscale / l (both in units of 2^-12); MMA_SUM's l is already the row's sum
     [[unroll]] for (int rb = 0; rb < RB; rb++) {
         if (!MMA_SUM) {

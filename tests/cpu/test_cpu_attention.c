@@ -276,12 +276,12 @@ static void test_softmax_p_chains(void **state)
     }
 }
 
-/* Every ISA's tile transpose against its definition: whole and partial 16 x 16 blocks, rows past
+/* Every ISA's tile transpose against its definition: whole and partial register blocks, rows past
  * `valid` read as zero, destination words outside the transposed ones untouched, any alignment. */
 static void test_transpose(void **state)
 {
     (void)state;
-    static const int shapes[][3] = {{16, 16, 128}, {16, 5, 128}, {16, 0, 64}, {32, 32, 16}, {8, 8, 16}, {24, 20, 40}};
+    static const int shapes[][3] = {{16, 16, 128}, {16, 5, 128}, {16, 0, 64}, {32, 32, 16}, {8, 8, 16}, {24, 20, 40}, {13, 11, 7}};
     static uint32_t src[64 * 160];
     static unsigned char dst[4 * 160 * 80 + 1];
     tu_rng r = {31};
